@@ -1,0 +1,185 @@
+"""Checks of a collector config: its line's JSON Schema, then what a schema cannot express.
+
+The second half mirrors what ``otelcol validate`` refuses when it builds the pipeline graph
+(undefined references, connectors used on one side only or between signals they do not join,
+components used with a signal they do not handle, cycles), plus one rule of this package: the
+only ``${...}`` allowed is ``${env:NAME}``, because anything else is either a typo that the
+collector would resolve to an empty string or a regular-expression group that needed ``$$``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ._errors import CollectorConfigError, Violation
+from ._schema_check import dotted
+from ._schema_check import violations as schema_violations
+
+SECTIONS = ("receivers", "processors", "exporters", "connectors", "extensions")
+_ROLE_SECTIONS = {"receivers": ("receivers", "connectors"), "processors": ("processors",), "exporters": ("exporters", "connectors")}
+ALL_SIGNALS = frozenset({"traces", "metrics", "logs"})
+
+# Signals each component type handles, as the collector's factories declare them.
+_SIGNALS_BY_TYPE: dict[str, frozenset[str]] = {
+    "prometheus": frozenset({"metrics"}),
+}
+# (from, to) signal pairs each connector type joins.
+_CONNECTOR_PAIRS: dict[str, frozenset[tuple[str, str]]] = {
+    "forward": frozenset((s, s) for s in ALL_SIGNALS),
+    "spanmetrics": frozenset({("traces", "metrics")}),
+    "span_metrics": frozenset({("traces", "metrics")}),
+}
+_EXPANSION = re.compile(r"\$\$|\$\{([^}]*)\}?")
+_ALLOWED_EXPANSION = re.compile(r"^env:[a-zA-Z_][a-zA-Z0-9_]*$")
+
+
+def component_type(component_id: str) -> str:
+    return component_id.split("/", 1)[0]
+
+
+def signal_of(pipeline_id: str) -> str:
+    return component_type(pipeline_id)
+
+
+def _expansion_violations(node: Any, path: list[Any]) -> Iterator[Violation]:
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            yield from _expansion_violations(value, [*path, key])
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _expansion_violations(value, [*path, index])
+    elif isinstance(node, str):
+        for match in _EXPANSION.finditer(node):
+            if match[0] == "$$":
+                continue
+            inner = match[1]
+            if not match[0].endswith("}"):
+                yield Violation(dotted(path), "has an unterminated '${'; write '$$' for a literal '$'")
+            elif not _ALLOWED_EXPANSION.match(inner):
+                yield Violation(
+                    dotted(path),
+                    f"has the expansion '${{{inner}}}'; only ${{env:NAME}} is allowed "
+                    "(write '$$' for a literal '$', e.g. '$${1}' in a regular expression)",
+                )
+
+
+def _pipelines(config: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
+    service = config.get("service") or {}
+    return service.get("pipelines") or {}
+
+
+def _reference_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
+    defined = {section: set((config.get(section) or {}).keys()) for section in SECTIONS}
+    service = config.get("service") or {}
+    for index, ext in enumerate(service.get("extensions") or []):
+        if ext not in defined["extensions"]:
+            yield Violation(dotted(["service", "extensions", index]), f"extension {ext!r} is not defined; add it under extensions or remove it here")
+    for pipeline_id, pipeline in _pipelines(config).items():
+        signal = signal_of(pipeline_id)
+        for role, sections in _ROLE_SECTIONS.items():
+            seen: set[str] = set()
+            for index, ref in enumerate((pipeline or {}).get(role) or []):
+                where = dotted(["service", "pipelines", pipeline_id, role, index])
+                if ref in seen:
+                    yield Violation(where, f"{ref!r} is listed twice in this pipeline; list it once")
+                seen.add(ref)
+                section = next((s for s in sections if ref in defined[s]), None)
+                if section is None:
+                    yield Violation(where, f"{ref!r} is not defined under {' or '.join(sections)}; define it or remove it here")
+                elif section != "connectors":
+                    handled = _SIGNALS_BY_TYPE.get(component_type(ref), ALL_SIGNALS)
+                    if signal not in handled:
+                        yield Violation(where, f"{ref!r} does not handle {signal}; use it only in {', '.join(sorted(handled))} pipelines")
+
+
+def _connector_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
+    connectors = set((config.get("connectors") or {}).keys())
+    as_exporter: dict[str, set[str]] = {c: set() for c in connectors}
+    as_receiver: dict[str, set[str]] = {c: set() for c in connectors}
+    for pipeline_id, pipeline in _pipelines(config).items():
+        for ref in (pipeline or {}).get("exporters") or []:
+            if ref in connectors:
+                as_exporter[ref].add(signal_of(pipeline_id))
+        for ref in (pipeline or {}).get("receivers") or []:
+            if ref in connectors:
+                as_receiver[ref].add(signal_of(pipeline_id))
+    for connector in sorted(connectors):
+        pairs = _CONNECTOR_PAIRS.get(component_type(connector), frozenset())
+        where = dotted(["connectors", connector])
+        used_out, used_in = as_exporter[connector], as_receiver[connector]
+        if not used_out and not used_in:
+            continue  # unused components are ignored by the collector too
+        for signal in sorted(used_out):
+            if not any((signal, target) in pairs for target in used_in):
+                yield Violation(where, f"is an exporter of a {signal} pipeline but no pipeline receives what it makes of {signal}; add it as a receiver of a pipeline it can feed ({_targets(pairs, signal)})")
+        for signal in sorted(used_in):
+            if not any((source, signal) in pairs for source in used_out):
+                yield Violation(where, f"is a receiver of a {signal} pipeline but no pipeline exports to it data it turns into {signal}; add it as an exporter of a pipeline it can read ({_sources(pairs, signal)})")
+
+
+def _targets(pairs: frozenset[tuple[str, str]], source: str) -> str:
+    found = sorted(t for s, t in pairs if s == source)
+    return "signals: " + ", ".join(found) if found else "none: it does not accept that signal"
+
+
+def _sources(pairs: frozenset[tuple[str, str]], target: str) -> str:
+    found = sorted(s for s, t in pairs if t == target)
+    return "signals: " + ", ".join(found) if found else "none: it does not produce that signal"
+
+
+def _cycle_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
+    """A connector loop would pass the same data around forever; the collector refuses it."""
+    connectors = set((config.get("connectors") or {}).keys())
+    pipelines = _pipelines(config)
+    feeds: dict[str, set[str]] = {p: set() for p in pipelines}
+    for source_id, source in pipelines.items():
+        outs = {e for e in (source or {}).get("exporters") or [] if e in connectors}
+        for target_id, target in pipelines.items():
+            if outs & set((target or {}).get("receivers") or []):
+                feeds[source_id].add(target_id)
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> list[str] | None:
+        state[node] = 1
+        for nxt in sorted(feeds[node]):
+            if state.get(nxt) == 1:
+                return [*trail, node, nxt]
+            if nxt not in state:
+                found = visit(nxt, [*trail, node])
+                if found:
+                    return found
+        state[node] = 2
+        return None
+
+    for start in sorted(pipelines):
+        if start not in state:
+            cycle = visit(start, [])
+            if cycle:
+                yield Violation("service.pipelines", f"pipelines form a cycle through connectors ({' -> '.join(cycle)}); break the loop")
+                return
+
+
+def semantic_violations(config: Mapping[str, Any]) -> list[Violation]:
+    found = [
+        *_expansion_violations(config, []),
+        *_reference_violations(config),
+        *_connector_violations(config),
+        *_cycle_violations(config),
+    ]
+    return sorted(set(found), key=lambda v: v.path)
+
+
+def check_collector_config(config: Any, line: str, source: str = "collector config") -> None:
+    """Raise :class:`CollectorConfigError` listing every problem of a parsed config."""
+    if not isinstance(config, Mapping):
+        raise CollectorConfigError([Violation("", "a collector config must be a YAML mapping of sections")], source)
+    problems = schema_violations(config, f"collector-{line}.schema.json")
+    # Graph checks on a config whose shape is wrong would only repeat the schema's findings.
+    if not problems:
+        problems = semantic_violations(config)
+    else:
+        problems += list(_expansion_violations(config, []))
+    if problems:
+        raise CollectorConfigError(problems, source)

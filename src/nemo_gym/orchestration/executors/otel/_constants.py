@@ -1,0 +1,23 @@
+"""Values the executor, the templates and the collector must agree on.
+
+They are fixed by the job layout on Slurm and by the dashboards that read the exported data, so
+they are constants rather than settings.
+"""
+
+from __future__ import annotations
+
+COLLECTOR_SERVICE_NAME = "otel_collector"
+COLLECTOR_DIR = "otel"
+COLLECTOR_CONFIG_NAME = "collector.yaml"
+COLLECTOR_HEALTH_PORT = 13133
+OTLP_GRPC_PORT = 4317
+OTLP_HTTP_PORT = 4318
+GYM_TELEMETRY_EXTRA = "telemetry"
+FINAL_SCRAPE_GRACE_SECONDS = 20
+SHUTDOWN_WAIT_SECONDS = 30
+
+# Service types whose serving port exposes Prometheus /metrics (vLLM serves it on that port).
+MODEL_SERVICE_TYPES = ("vllm", "vllm_pd")
+EXPORTER_KINDS = ("otlp_http", "file")
+SIGNALS = ("traces", "metrics", "logs")
+TEMPLATE_PATH_ENV = "NEMO_GYM_OTEL_TEMPLATE_PATH"

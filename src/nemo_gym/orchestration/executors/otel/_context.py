@@ -1,0 +1,137 @@
+"""The variables a collector template sees, computed from the submit config.
+
+Everything here is plain data (strings, integers, lists, :class:`EnvRef`); the templates decide
+the YAML shape, this module decides the values. Each user-supplied string is checked here, where
+its submit-config key is known, so a value that can never be valid names that key.
+
+Template variables (documented for override authors):
+
+``meta``        package_version, template, line, combination, template_version, origin,
+                collector_range
+``signals``     ["traces", "metrics", "logs"]
+``listen``      health, grpc, http: ``host:port`` endpoints the collector binds
+``scrape``      interval, timeout (``15s``-style durations) and ``jobs``: a list of
+                {name, target, labels}
+``resource``    the job's resource attributes: a list of {key, value}
+``backend``     endpoint (OTLP/HTTP base URL) and token (the placeholder for the ingest token)
+``files``       signal name to the absolute path of its ``*.jsonl`` file
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from pathlib import PurePosixPath
+from typing import Any
+
+from ._config import SubmitConfig
+from ._constants import (
+    COLLECTOR_DIR,
+    COLLECTOR_HEALTH_PORT,
+    OTLP_GRPC_PORT,
+    OTLP_HTTP_PORT,
+    SIGNALS,
+)
+from ._errors import SubmitConfigError
+from ._scalar import EnvRef, invalid_character
+
+SLURM_JOB_ID = EnvRef("SLURM_JOB_ID")
+# Prometheus refuses a scrape timeout longer than the interval; 10s is its own default.
+_MAX_SCRAPE_TIMEOUT_SECONDS = 10
+
+
+def checked(value: str, path: str) -> str:
+    """``value`` unchanged, or an error naming ``path`` if no collector could read it back."""
+    bad = invalid_character(value)
+    if bad is not None:
+        raise SubmitConfigError(
+            path,
+            f"contains the control character U+{ord(bad):04X} (a line break, tab or similar), "
+            "which no collector value may hold; remove it",
+        )
+    return value
+
+
+def _host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def submitting_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry and no USER/LOGNAME (bare containers)
+        return f"uid-{os.getuid()}"
+
+
+def policy_model_name(config: SubmitConfig) -> str | None:
+    name = config.driver.policy_model
+    service = config.services.get(name) if name else None
+    if service is None or not service.serves_model:
+        return None
+    return service.served_model_name or service.model
+
+
+def scrape_targets(config: SubmitConfig) -> dict[str, int]:
+    return {s.name: s.port for s in config.services.values() if s.serves_model}
+
+
+def _scrape_jobs(config: SubmitConfig) -> list[dict[str, Any]]:
+    otel = config.otel
+    component = checked(otel.component, "otel.component")
+    jobs = [
+        {
+            "name": f"{component}/{name}",
+            "target": _host_port("localhost", port),
+            "labels": {"gym_service": name},
+        }
+        for name, port in scrape_targets(config).items()
+    ]
+    # Conventional job names, so the standard DCGM and node dashboards apply unchanged.
+    for job_name, port in (("dcgm", otel.gpu_metrics_port), ("node", otel.node_metrics_port)):
+        if port is not None:
+            jobs.append({"name": job_name, "target": _host_port("localhost", port), "labels": {}})
+    return jobs
+
+
+def template_context(
+    config: SubmitConfig, benchmark_name: str, remote_bench_dir: PurePosixPath, meta: dict[str, str]
+) -> dict[str, Any]:
+    otel = config.otel
+    bench_dir = checked(str(remote_bench_dir), "remote_bench_dir")
+    attributes: list[tuple[str, Any, str]] = [
+        ("service.name", otel.service_name, "otel.service_name"),
+        ("user", submitting_user(), "user (the submitting user's login name)"),
+        ("run_id", remote_bench_dir.parent.name, "remote_bench_dir"),
+        ("slurm_job_id", SLURM_JOB_ID, ""),
+        ("benchmark", benchmark_name, f"driver.benchmarks.{benchmark_name}"),
+        ("cluster", config.cluster, "compute"),
+        ("model", policy_model_name(config), f"services.{config.driver.policy_model}.served_model_name"),
+    ]
+    resource = [
+        {"key": key, "value": checked(value, path) if isinstance(value, str) else value}
+        for key, value, path in attributes
+        if value is not None
+    ]
+    interval = otel.scrape_interval_seconds
+    otel_dir = PurePosixPath(bench_dir) / COLLECTOR_DIR
+    host = otel.listen_host
+    return {
+        "meta": meta,
+        "signals": list(SIGNALS),
+        "listen": {
+            "health": _host_port(host, COLLECTOR_HEALTH_PORT),
+            "grpc": _host_port(host, OTLP_GRPC_PORT),
+            "http": _host_port(host, OTLP_HTTP_PORT),
+        },
+        "scrape": {
+            "interval": f"{interval}s",
+            "timeout": f"{min(interval, _MAX_SCRAPE_TIMEOUT_SECONDS)}s",
+            "jobs": _scrape_jobs(config),
+        },
+        "resource": resource,
+        "backend": {
+            "endpoint": checked(otel.endpoint, "otel.endpoint") if otel.endpoint else None,
+            "token": EnvRef(otel.token_env),
+        },
+        "files": {signal: str(otel_dir / f"{signal}.jsonl") for signal in SIGNALS},
+    }

@@ -1,0 +1,71 @@
+"""The environment that switches on Gym's instrumentation and points it at the collector."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from ._config import SubmitConfig
+from ._constants import OTLP_GRPC_PORT, OTLP_HTTP_PORT
+from ._errors import SubmitConfigError
+
+RUNTIME_PREFIX = "runtime:"
+
+
+def resolve_token(config: SubmitConfig, environ: Mapping[str, str] | None = None) -> str:
+    """The ingest token from the submitting environment; the executor forwards it to the job.
+
+    It is never written to the job directory: the rendered config refers to it as
+    ``${env:<token_env>}``, which the collector resolves at start-up.
+    """
+    name = config.otel.token_env
+    token = (os.environ if environ is None else environ).get(name, "")
+    if not token:
+        raise SubmitConfigError(
+            "otel.token_env",
+            f"the environment variable {name} is unset or empty, so the backend would drop every "
+            f"payload; export {name}=<ingest token> before submitting, or set otel.enabled: false",
+        )
+    return token
+
+
+def driver_telemetry_env(gym_job_id: str, span_groups: str, logs: bool = True) -> dict[str, str]:
+    return {
+        "NEMO_GYM_OTEL_ENABLED": "1",
+        "NEMO_GYM_OTEL_RUN_ID": gym_job_id,
+        "NEMO_GYM_OTEL_SPAN_GROUPS": span_groups,
+        "NEMO_GYM_OTEL_LOGS_ENABLED": "1" if logs else "0",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://localhost:{OTLP_HTTP_PORT}",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        # nemo-lens builds its log exporter over gRPC whatever the protocol says; the SDK's
+        # per-signal endpoint wins over the general one.
+        "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": f"http://localhost:{OTLP_GRPC_PORT}",
+    }
+
+
+def resolve_env_value(value: str, path: str, environ: Mapping[str, str]) -> str:
+    """``lit:`` is literal, ``host:VAR`` is read now, ``runtime:VAR`` stays ``${VAR}`` for the job."""
+    kind, _, rest = value.partition(":")
+    if kind == "lit":
+        return rest
+    if kind == "host":
+        if rest not in environ:
+            raise SubmitConfigError(path, f"reads {rest} from the submitting environment, where it is unset; export {rest} or use lit:/runtime:")
+        return environ[rest]
+    if kind == "runtime":
+        return "${" + rest + "}"
+    raise SubmitConfigError(path, "must start with lit:, host: or runtime:")
+
+
+def merged_driver_env(
+    config: SubmitConfig, gym_job_id: str, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The driver's environment: Gym's telemetry switches, with ``driver.env`` winning."""
+    environ = os.environ if environ is None else environ
+    otel = config.otel
+    merged: dict[str, str] = {}
+    if otel.enabled and otel.gym_telemetry:
+        merged.update(driver_telemetry_env(gym_job_id, otel.gym_span_groups, otel.gym_logs))
+    for name, value in config.driver.env.items():
+        merged[name] = resolve_env_value(value, f"driver.env.{name}", environ)
+    return merged

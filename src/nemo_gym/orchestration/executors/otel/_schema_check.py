@@ -1,0 +1,160 @@
+"""JSON Schema validation that reports violations as ``<dotted path>: <what to do>``.
+
+jsonschema's own messages quote the offending value, which may be a secret (an inline header, a
+``lit:`` environment value), and point anyOf/oneOf failures at an arbitrary branch. Here each
+error is reduced to its deepest relevant cause, string values are never echoed, and unknown keys
+get the closest known key suggested.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from ._errors import Violation
+from ._resources import load_schema, schema_names
+
+_TYPE_NAMES = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+}
+_LITERAL_PATTERN = re.compile(r"^\^\(?([A-Za-z0-9_]+)")
+
+
+@functools.cache
+def _validator(schema_name: str) -> Any:
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+
+    registry: Registry = Registry()
+    for name in schema_names():
+        contents = load_schema(name)
+        registry = registry.with_resource(
+            contents.get("$id", name), Resource.from_contents(contents)
+        )
+    return Draft202012Validator(load_schema(schema_name), registry=registry)
+
+
+def dotted(path: Iterable[Any]) -> str:
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+def _known_keys(schema: dict[str, Any]) -> list[str]:
+    keys = list(schema.get("properties", {}))
+    for pattern in schema.get("patternProperties", {}):
+        match = _LITERAL_PATTERN.match(pattern)
+        if match:
+            keys.append(match.group(1))
+    return keys
+
+
+def _unknown_key_violations(error: Any, base: Sequence[Any]) -> Iterator[Violation]:
+    schema = error.schema
+    known = _known_keys(schema)
+    allowed_patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
+    for key in error.instance:
+        if key in known or any(p.search(key) for p in allowed_patterns):
+            continue
+        type_part = str(key).split("/", 1)[0]
+        close = difflib.get_close_matches(type_part, known, n=1, cutoff=0.6)
+        if close:
+            hint = f"unknown key; did you mean '{close[0]}'?"
+        elif known:
+            hint = f"unknown key; known keys here: {', '.join(sorted(set(known)))}"
+        else:
+            hint = "unknown key; remove it"
+        yield Violation(dotted([*base, key]), hint)
+
+
+def _deepest(error: Any) -> Any:
+    from jsonschema.exceptions import best_match
+
+    while error.context:
+        error = best_match(error.context)
+    return error
+
+
+def _message(error: Any) -> str:
+    custom = error.schema.get("x-message") if isinstance(error.schema, dict) else None
+    if custom:
+        return custom
+    keyword, expected = error.validator, error.validator_value
+    got = _describe(error.instance)
+    if keyword == "type":
+        names = [expected] if isinstance(expected, str) else expected
+        return "must be " + " or ".join(_TYPE_NAMES.get(n, n) for n in names) + f", not {got}"
+    if keyword == "enum":
+        return "must be one of: " + ", ".join(map(str, expected))
+    if keyword == "const":
+        return f"must be {expected!r}"
+    if keyword == "pattern":
+        return f"has the wrong format (expected a value matching {expected})"
+    if keyword in ("minimum", "exclusiveMinimum"):
+        return f"must be at least {expected}, not {got}"
+    if keyword in ("maximum", "exclusiveMaximum"):
+        return f"must be at most {expected}, not {got}"
+    if keyword == "minLength":
+        return "must not be empty"
+    if keyword == "maxLength":
+        return f"must be at most {expected} characters long"
+    if keyword == "minItems":
+        return f"must have at least {expected} item(s)"
+    if keyword == "maxItems":
+        return f"must have at most {expected} item(s)"
+    if keyword == "minProperties":
+        return f"must have at least {expected} entr{'y' if expected == 1 else 'ies'}"
+    if keyword == "uniqueItems":
+        return "must not repeat an item"
+    if keyword == "not":
+        return "is not allowed here"
+    return error.message if not isinstance(error.instance, str) else f"is invalid ({keyword})"
+
+
+def violations(instance: Any, schema_name: str) -> list[Violation]:
+    """Every schema violation of ``instance``, sorted by path, with duplicates removed."""
+    found: dict[tuple[str, str], Violation] = {}
+    for raw in _validator(schema_name).iter_errors(instance):
+        error = _deepest(raw)
+        base = list(error.absolute_path)
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            items = list(_unknown_key_violations(error, base))
+        elif error.validator == "required":
+            missing = [k for k in error.validator_value if k not in error.instance]
+            items = [Violation(dotted([*base, k]), "is required; add it") for k in missing]
+        elif error.validator == "propertyNames":
+            items = [Violation(dotted(base), f"key {error.instance!r} {_message(error)}")]
+        else:
+            items = [Violation(dotted(base), _message(error))]
+        for item in items:
+            found.setdefault((item.path, item.message), item)
+    return sorted(found.values(), key=lambda v: v.path)
