@@ -18,7 +18,11 @@ from ._schema_check import dotted
 from ._schema_check import violations as schema_violations
 
 SECTIONS = ("receivers", "processors", "exporters", "connectors", "extensions")
-_ROLE_SECTIONS = {"receivers": ("receivers", "connectors"), "processors": ("processors",), "exporters": ("exporters", "connectors")}
+_ROLE_SECTIONS = {
+    "receivers": ("receivers", "connectors"),
+    "processors": ("processors",),
+    "exporters": ("exporters", "connectors"),
+}
 ALL_SIGNALS = frozenset({"traces", "metrics", "logs"})
 
 # Signals each component type handles, as the collector's factories declare them.
@@ -56,7 +60,9 @@ def _expansion_violations(node: Any, path: list[Any]) -> Iterator[Violation]:
                 continue
             inner = match[1]
             if not match[0].endswith("}"):
-                yield Violation(dotted(path), "has an unterminated '${'; write '$$' for a literal '$'")
+                yield Violation(
+                    dotted(path), "has an unterminated '${'; write '$$' for a literal '$'"
+                )
             elif not _ALLOWED_EXPANSION.match(inner):
                 yield Violation(
                     dotted(path),
@@ -75,7 +81,10 @@ def _reference_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
     service = config.get("service") or {}
     for index, ext in enumerate(service.get("extensions") or []):
         if ext not in defined["extensions"]:
-            yield Violation(dotted(["service", "extensions", index]), f"extension {ext!r} is not defined; add it under extensions or remove it here")
+            yield Violation(
+                dotted(["service", "extensions", index]),
+                f"extension {ext!r} is not defined; add it under extensions or remove it here",
+            )
     for pipeline_id, pipeline in _pipelines(config).items():
         signal = signal_of(pipeline_id)
         for role, sections in _ROLE_SECTIONS.items():
@@ -83,15 +92,23 @@ def _reference_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
             for index, ref in enumerate((pipeline or {}).get(role) or []):
                 where = dotted(["service", "pipelines", pipeline_id, role, index])
                 if ref in seen:
-                    yield Violation(where, f"{ref!r} is listed twice in this pipeline; list it once")
+                    yield Violation(
+                        where, f"{ref!r} is listed twice in this pipeline; list it once"
+                    )
                 seen.add(ref)
                 section = next((s for s in sections if ref in defined[s]), None)
                 if section is None:
-                    yield Violation(where, f"{ref!r} is not defined under {' or '.join(sections)}; define it or remove it here")
+                    yield Violation(
+                        where,
+                        f"{ref!r} is not defined under {' or '.join(sections)}; define it or remove it here",
+                    )
                 elif section != "connectors":
                     handled = _SIGNALS_BY_TYPE.get(component_type(ref), ALL_SIGNALS)
                     if signal not in handled:
-                        yield Violation(where, f"{ref!r} does not handle {signal}; use it only in {', '.join(sorted(handled))} pipelines")
+                        yield Violation(
+                            where,
+                            f"{ref!r} does not handle {signal}; use it only in {', '.join(sorted(handled))} pipelines",
+                        )
 
 
 def _connector_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
@@ -113,10 +130,16 @@ def _connector_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
             continue  # unused components are ignored by the collector too
         for signal in sorted(used_out):
             if not any((signal, target) in pairs for target in used_in):
-                yield Violation(where, f"is an exporter of a {signal} pipeline but no pipeline receives what it makes of {signal}; add it as a receiver of a pipeline it can feed ({_targets(pairs, signal)})")
+                yield Violation(
+                    where,
+                    f"is an exporter of a {signal} pipeline but no pipeline receives what it makes of {signal}; add it as a receiver of a pipeline it can feed ({_targets(pairs, signal)})",
+                )
         for signal in sorted(used_in):
             if not any((source, signal) in pairs for source in used_out):
-                yield Violation(where, f"is a receiver of a {signal} pipeline but no pipeline exports to it data it turns into {signal}; add it as an exporter of a pipeline it can read ({_sources(pairs, signal)})")
+                yield Violation(
+                    where,
+                    f"is a receiver of a {signal} pipeline but no pipeline exports to it data it turns into {signal}; add it as an exporter of a pipeline it can read ({_sources(pairs, signal)})",
+                )
 
 
 def _targets(pairs: frozenset[tuple[str, str]], source: str) -> str:
@@ -157,7 +180,10 @@ def _cycle_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
         if start not in state:
             cycle = visit(start, [])
             if cycle:
-                yield Violation("service.pipelines", f"pipelines form a cycle through connectors ({' -> '.join(cycle)}); break the loop")
+                yield Violation(
+                    "service.pipelines",
+                    f"pipelines form a cycle through connectors ({' -> '.join(cycle)}); break the loop",
+                )
                 return
 
 
@@ -174,7 +200,9 @@ def semantic_violations(config: Mapping[str, Any]) -> list[Violation]:
 def check_collector_config(config: Any, line: str, source: str = "collector config") -> None:
     """Raise :class:`CollectorConfigError` listing every problem of a parsed config."""
     if not isinstance(config, Mapping):
-        raise CollectorConfigError([Violation("", "a collector config must be a YAML mapping of sections")], source)
+        raise CollectorConfigError(
+            [Violation("", "a collector config must be a YAML mapping of sections")], source
+        )
     problems = schema_violations(config, f"collector-{line}.schema.json")
     # Graph checks on a config whose shape is wrong would only repeat the schema's findings.
     if not problems:

@@ -163,7 +163,9 @@ def _plain(value: Any) -> Any:
 def _build(data: Mapping[str, Any]) -> SubmitConfig:
     services = {}
     for name, raw in (data.get("services") or {}).items():
-        rest = {k: v for k, v in raw.items() if k not in ("type", "port", "model", "served_model_name")}
+        rest = {
+            k: v for k, v in raw.items() if k not in ("type", "port", "model", "served_model_name")
+        }
         services[name] = Service(
             name=name,
             type=raw["type"],
@@ -222,7 +224,10 @@ def _cross_check(config: SubmitConfig) -> None:
         OTLP_HTTP_PORT: "the collector's OTLP/HTTP receiver",
     }
     scraped: dict[int, str] = {}
-    for key, port in (("gpu_metrics_port", otel.gpu_metrics_port), ("node_metrics_port", otel.node_metrics_port)):
+    for key, port in (
+        ("gpu_metrics_port", otel.gpu_metrics_port),
+        ("node_metrics_port", otel.node_metrics_port),
+    ):
         if port is not None:
             _claim(scraped, reserved, port, f"otel.{key}")
     for service in config.services.values():
@@ -236,6 +241,7 @@ def _claim(taken: dict[int, str], reserved: Mapping[int, str], port: int, path: 
         raise SubmitConfigError(path, f"port {port} is {reserved[port]}'s port; pick another port")
     if port in taken:
         raise SubmitConfigError(
-            path, f"port {port} is already used by {taken[port]}; give each scraped service its own port"
+            path,
+            f"port {port} is already used by {taken[port]}; give each scraped service its own port",
         )
     taken[port] = path

@@ -105,7 +105,11 @@ def template_context(
         ("slurm_job_id", SLURM_JOB_ID, ""),
         ("benchmark", benchmark_name, f"driver.benchmarks.{benchmark_name}"),
         ("cluster", config.cluster, "compute"),
-        ("model", policy_model_name(config), f"services.{config.driver.policy_model}.served_model_name"),
+        (
+            "model",
+            policy_model_name(config),
+            f"services.{config.driver.policy_model}.served_model_name",
+        ),
     ]
     resource = [
         {"key": key, "value": checked(value, path) if isinstance(value, str) else value}

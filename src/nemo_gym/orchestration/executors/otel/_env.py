@@ -50,7 +50,10 @@ def resolve_env_value(value: str, path: str, environ: Mapping[str, str]) -> str:
         return rest
     if kind == "host":
         if rest not in environ:
-            raise SubmitConfigError(path, f"reads {rest} from the submitting environment, where it is unset; export {rest} or use lit:/runtime:")
+            raise SubmitConfigError(
+                path,
+                f"reads {rest} from the submitting environment, where it is unset; export {rest} or use lit:/runtime:",
+            )
         return environ[rest]
     if kind == "runtime":
         return "${" + rest + "}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Sequence
@@ -26,12 +27,20 @@ def collector_config_path(remote_bench_dir: str | os.PathLike[str]) -> Path:
     return Path(remote_bench_dir) / COLLECTOR_DIR / COLLECTOR_CONFIG_NAME
 
 
-def _check_render_inputs(config: SubmitConfig, benchmark_name: str, remote_bench_dir: str) -> PurePosixPath:
+def _check_render_inputs(
+    config: SubmitConfig, benchmark_name: str, remote_bench_dir: str
+) -> PurePosixPath:
     if not config.otel.enabled:
-        raise SubmitConfigError("otel.enabled", "is false, so the job runs no collector; set it to true to render a collector config")
+        raise SubmitConfigError(
+            "otel.enabled",
+            "is false, so the job runs no collector; set it to true to render a collector config",
+        )
     if benchmark_name not in config.driver.benchmarks:
         known = ", ".join(config.driver.benchmarks)
-        raise SubmitConfigError("benchmark_name", f"{benchmark_name!r} is not one of driver.benchmarks ({known}); pick one of them")
+        raise SubmitConfigError(
+            "benchmark_name",
+            f"{benchmark_name!r} is not one of driver.benchmarks ({known}); pick one of them",
+        )
     bench_dir = PurePosixPath(os.fspath(remote_bench_dir))
     if not bench_dir.is_absolute():
         raise SubmitConfigError(
@@ -49,14 +58,19 @@ def _check_render_inputs(config: SubmitConfig, benchmark_name: str, remote_bench
     return bench_dir
 
 
-def select_template(config: SubmitConfig, template_dirs: Sequence[str | os.PathLike[str]] | None = None) -> tuple[TemplateInfo, str]:
+def select_template(
+    config: SubmitConfig, template_dirs: Sequence[str | os.PathLike[str]] | None = None
+) -> tuple[TemplateInfo, str]:
     """The combination template for ``config`` and the name of the schema that checks it."""
     templates = template_set(search_path(template_dirs))
     line = templates.line_for(config.otel.collector_version)
     combination = combination_name(config.otel.exporters)
     info = line.templates.get(combination)
     if info is None:
-        raise TemplateError(f"{line.name}/{combination}", f"line {line.name!r} has no template for exporters {combination}; add one or change otel.exporters")
+        raise TemplateError(
+            f"{line.name}/{combination}",
+            f"line {line.name!r} has no template for exporters {combination}; add one or change otel.exporters",
+        )
     if info.requires_package > package_version_tuple():
         raise TemplateError(
             info.name,
@@ -115,7 +129,9 @@ def write_collector_config(
     The file appears whole or not at all: it is written to a temporary file in the same folder,
     fsynced and renamed over the target. A failure before that leaves no folder behind.
     """
-    text = render_collector_config(config, benchmark_name, remote_bench_dir, template_dirs=template_dirs)
+    text = render_collector_config(
+        config, benchmark_name, remote_bench_dir, template_dirs=template_dirs
+    )
     target = collector_config_path(remote_bench_dir)
     created = [folder for folder in target.parent.parents if not folder.exists()][::-1]
     if not target.parent.exists():
@@ -137,7 +153,5 @@ def write_collector_config(
 
 
 def _remove_if_empty(folder: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):
         folder.rmdir()
-    except OSError:
-        pass

@@ -35,6 +35,7 @@ def load_schema(name: str) -> dict[str, Any]:
     resource = _schemas() / name
     if not resource.is_file():
         raise TemplateError(
-            f"schemas/{name}", "schema is missing from the installed package; reinstall nemo-gym-otel"
+            f"schemas/{name}",
+            "schema is missing from the installed package; reinstall nemo-gym-otel",
         )
     return json.loads(resource.read_text(encoding="utf-8"))

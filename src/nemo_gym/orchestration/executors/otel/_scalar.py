@@ -83,9 +83,11 @@ def scalar(value: Any) -> str:
     if isinstance(value, EnvRef):
         return f'"{value}"'
     if isinstance(value, Joined):
-        return '"' + "".join(
-            str(p) if isinstance(p, EnvRef) else _escape_text(p) for p in value.parts
-        ) + '"'
+        return (
+            '"'
+            + "".join(str(p) if isinstance(p, EnvRef) else _escape_text(p) for p in value.parts)
+            + '"'
+        )
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(scalar(v) for v in value) + "]"
     raise TypeError(f"cannot render a {type(value).__name__} as a collector value")

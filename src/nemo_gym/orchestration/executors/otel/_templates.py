@@ -27,6 +27,7 @@ which collector releases it supports and which package it needs::
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -43,7 +44,14 @@ from ._scalar import joined, scalar
 TEMPLATE_SUFFIX = ".yaml.j2"
 BUILTIN_PREFIX = "builtin/"
 _FRONT_MATTER = re.compile(r"\A\{#-?\s*nemo-gym-otel\s*\n(?P<body>.*?)\n\s*-?#\}", re.DOTALL)
-_FIELDS = ("line", "combination", "template_version", "collector_min", "collector_max", "requires_package")
+_FIELDS = (
+    "line",
+    "combination",
+    "template_version",
+    "collector_min",
+    "collector_max",
+    "requires_package",
+)
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 
 Version = tuple[int, int, int]
@@ -129,7 +137,9 @@ class _Source:
         if self._real_root is not None:
             real = os.path.realpath(str(node))
             if os.path.commonpath([real, self._real_root]) != self._real_root:
-                raise TemplateError(name, f"resolves outside {self.origin}; templates must stay inside their folder")
+                raise TemplateError(
+                    name, f"resolves outside {self.origin}; templates must stay inside their folder"
+                )
         return node
 
     def names(self) -> Iterator[str]:
@@ -151,7 +161,10 @@ def search_path(template_dirs: Sequence[str | os.PathLike[str]] | None = None) -
     for entry in template_dirs:
         path = Path(entry)
         if not path.is_dir():
-            raise TemplateError(str(entry), "template directory does not exist; fix --template-dir or " + TEMPLATE_PATH_ENV)
+            raise TemplateError(
+                str(entry),
+                "template directory does not exist; fix --template-dir or " + TEMPLATE_PATH_ENV,
+            )
         resolved.append(str(path.resolve()))
     return tuple(resolved)
 
@@ -169,7 +182,7 @@ class TemplateSet:
 
     def _locate(self, name: str) -> tuple[Traversable, str] | None:
         if name.startswith(BUILTIN_PREFIX):
-            found = self._builtin.find(name[len(BUILTIN_PREFIX):])
+            found = self._builtin.find(name[len(BUILTIN_PREFIX) :])
             return (found, "built-in") if found else None
         for source in [*self._sources, self._builtin]:
             found = source.find(name)
@@ -180,7 +193,9 @@ class TemplateSet:
     def source_text(self, name: str) -> str:
         located = self._locate(name)
         if located is None:
-            raise TemplateError(name, "template not found in the search path; check the name and --template-dir")
+            raise TemplateError(
+                name, "template not found in the search path; check the name and --template-dir"
+            )
         return located[0].read_text(encoding="utf-8")
 
     @functools.cached_property
@@ -196,7 +211,10 @@ class TemplateSet:
         for line_name, templates in by_line.items():
             first = next(iter(templates.values()))
             for info in templates.values():
-                if (info.collector_min, info.collector_max) != (first.collector_min, first.collector_max):
+                if (info.collector_min, info.collector_max) != (
+                    first.collector_min,
+                    first.collector_max,
+                ):
                     raise TemplateError(
                         info.name,
                         f"claims collector {info.collector_range} but {first.name} claims "
@@ -241,9 +259,13 @@ class TemplateSet:
         except TemplateError:
             raise
         except TemplateSyntaxError as exc:
-            raise TemplateError(f"{exc.name or info.name}:{exc.lineno}", f"{exc.message}; fix the template syntax") from None
+            raise TemplateError(
+                f"{exc.name or info.name}:{exc.lineno}", f"{exc.message}; fix the template syntax"
+            ) from None
         except UndefinedError as exc:
-            raise TemplateError(info.name, f"{exc.message}; use only the documented template variables") from None
+            raise TemplateError(
+                info.name, f"{exc.message}; use only the documented template variables"
+            ) from None
         except JinjaError as exc:
             raise TemplateError(info.name, f"{exc}; fix the template") from None
         except ValueError as exc:
@@ -255,7 +277,9 @@ def _make_environment(templates: TemplateSet) -> Any:
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     class Loader(BaseLoader):
-        def get_source(self, environment: Any, template: str) -> tuple[str, str, Callable[[], bool]]:
+        def get_source(
+            self, environment: Any, template: str
+        ) -> tuple[str, str, Callable[[], bool]]:
             try:
                 return templates.source_text(template), template, lambda: True
             except TemplateError as exc:
@@ -292,23 +316,36 @@ def _front_matter(name: str, text: str, origin: str) -> TemplateInfo:
         key, sep, value = raw.partition(":")
         key = key.strip()
         if not sep or key not in _FIELDS:
-            raise TemplateError(f"{name}:{number}", f"unknown front-matter line {raw.strip()!r}; known keys: {', '.join(_FIELDS)}")
+            raise TemplateError(
+                f"{name}:{number}",
+                f"unknown front-matter line {raw.strip()!r}; known keys: {', '.join(_FIELDS)}",
+            )
         fields[key] = value.strip()
-    missing = [key for key in _FIELDS if key not in fields or (not fields[key] and key != "collector_max")]
+    missing = [
+        key for key in _FIELDS if key not in fields or (not fields[key] and key != "collector_max")
+    ]
     if missing:
         raise TemplateError(name, f"front matter lacks {', '.join(missing)}; add them")
     line_dir, _, file_name = name.partition("/")
     if fields["line"] != line_dir or f"{fields['combination']}{TEMPLATE_SUFFIX}" != file_name:
-        raise TemplateError(name, f"front matter says line {fields['line']!r}, combination {fields['combination']!r}; they must match the file's folder and name")
+        raise TemplateError(
+            name,
+            f"front matter says line {fields['line']!r}, combination {fields['combination']!r}; they must match the file's folder and name",
+        )
     if fields["combination"] not in ALL_COMBINATIONS:
-        raise TemplateError(name, f"unknown combination {fields['combination']!r}; use one of {', '.join(ALL_COMBINATIONS)}")
+        raise TemplateError(
+            name,
+            f"unknown combination {fields['combination']!r}; use one of {', '.join(ALL_COMBINATIONS)}",
+        )
     info = TemplateInfo(
         name=name,
         line=fields["line"],
         combination=fields["combination"],
         template_version=fields["template_version"],
         collector_min=parse_version(fields["collector_min"], name),
-        collector_max=parse_version(fields["collector_max"], name) if fields["collector_max"] else None,
+        collector_max=parse_version(fields["collector_max"], name)
+        if fields["collector_max"]
+        else None,
         requires_package=parse_version(fields["requires_package"], name),
         origin=origin,
     )
@@ -317,7 +354,7 @@ def _front_matter(name: str, text: str, origin: str) -> TemplateInfo:
 
 def _check_disjoint(lines: list[Line]) -> None:
     ordered = sorted(lines, key=lambda line: line.collector_min)
-    for lower, upper in zip(ordered, ordered[1:]):
+    for lower, upper in itertools.pairwise(ordered):
         if lower.collector_max is None or lower.collector_max > upper.collector_min:
             raise TemplateError(
                 f"{upper.name}/",

@@ -43,7 +43,7 @@ def parse_yaml(text: str, source: str, error: Callable[[str, str], OtelConfigErr
     if _LOADER is None:
         _LOADER = _loader_class()
     try:
-        return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}" if mark is not None else source

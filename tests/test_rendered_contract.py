@@ -1,0 +1,133 @@
+"""SPEC section 4 holds in every line and combination, read back from the rendered YAML."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from conftest import REPO
+from render_helpers import job_dir, render_variants
+
+from nemo_gym.orchestration.api import SubmitConfig
+
+CONFIG = SubmitConfig.from_yaml(REPO / "examples" / "submit.yaml")
+CASES = list(render_variants(CONFIG))
+IDS = [f"{line}-{combination}" for line, combination, _ in CASES]
+SIGNALS = ("traces", "metrics", "logs")
+
+
+def of_type(section: dict, type_name: str) -> dict:
+    found = {k: v for k, v in section.items() if k.split("/")[0] == type_name}
+    assert found, f"no {type_name} component in {sorted(section)}"
+    return found
+
+
+def _type_names(line: str) -> tuple[str, str]:
+    return ("otlp_http", "span_metrics") if line == "current" else ("otlphttp", "spanmetrics")
+
+
+@pytest.mark.parametrize(("line", "combination", "text"), CASES, ids=IDS)
+def test_rendered_config_meets_the_contract(line: str, combination: str, text: str) -> None:
+    config = yaml.safe_load(text)
+    otlp_http_type, span_metrics_type = _type_names(line)
+    # Provenance header.
+    head = text.splitlines()[:3]
+    assert head[0].startswith("# OpenTelemetry Collector config rendered by nemo-gym-otel ")
+    assert f"line {line}, combination {combination}, template version 1" in head[1]
+
+    assert config["extensions"]["health_check"]["endpoint"] == "localhost:13133"
+    assert config["service"]["extensions"] == ["health_check"]
+    protocols = config["receivers"]["otlp"]["protocols"]
+    assert protocols["grpc"]["endpoint"] == "localhost:4317"
+    assert protocols["http"]["endpoint"] == "localhost:4318"
+
+    scrape = config["receivers"]["prometheus"]["config"]["scrape_configs"]
+    jobs = {job["job_name"]: job for job in scrape}
+    assert list(jobs) == ["gym-vllm/policy", "gym-vllm/judge", "dcgm", "node"]
+    assert jobs["gym-vllm/policy"]["static_configs"] == [{"targets": ["localhost:8000"], "labels": {"gym_service": "policy"}}]
+    assert jobs["gym-vllm/judge"]["static_configs"][0]["targets"] == ["localhost:8100"]
+    assert jobs["dcgm"]["static_configs"][0]["targets"] == ["localhost:9400"]
+    assert jobs["node"]["static_configs"][0]["targets"] == ["localhost:9100"]
+    assert {job["scrape_interval"] for job in scrape} == {"15s"}
+
+    processors = config["processors"]
+    keep = processors["transform/keep_service_name"]
+    for key in ("trace_statements", "metric_statements", "log_statements"):
+        (group,) = keep[key]
+        assert group["context"] == "resource"
+        (statement,) = group["statements"]
+        assert statement.startswith('set(attributes["service.name.override"], attributes["service.name"])')
+        assert 'where attributes["service.name.override"] == nil' in statement
+    (rename,) = processors["transform/metric_names"]["metric_statements"]
+    assert rename["context"] == "metric"
+    assert re.fullmatch(r'replace_pattern\(name, "\^\(\[a-zA-Z_\]\[a-zA-Z0-9_\]\*\):", "\$\$\{1\}_"\)', rename["statements"][0])
+
+    attributes = processors["resource/job"]["attributes"]
+    upserts = {a["key"]: a["value"] for a in attributes if a["action"] == "upsert"}
+    assert upserts == {
+        "service.name": "nemo-gym-eval",
+        "user": "gym-user",
+        "run_id": "gym-20261202-0001",
+        "slurm_job_id": "${env:SLURM_JOB_ID}",
+        "benchmark": "aime25",
+        "cluster": "eos",
+        "model": "qwen3-30b-a3b",
+    }
+    assert {"key": "slurm_job_id", "action": "convert", "converted_type": "string"} in attributes
+    assert attributes.index({"key": "slurm_job_id", "action": "convert", "converted_type": "string"}) > [a["key"] for a in attributes].index("slurm_job_id")
+
+    connectors = config["connectors"]
+    span_metrics = connectors[span_metrics_type]
+    assert span_metrics["histogram"]["explicit"]["buckets"] == ["250ms", "1s", "2s", "5s", "10s", "30s", "60s", "120s", "300s", "600s", "1800s"]
+    assert [d["name"] for d in span_metrics["dimensions"]] == ["service.name.override", "nemo.gym.sandbox.provider"]
+    assert span_metrics["metrics_flush_interval"] == "15s"
+
+    exporters = config["exporters"]
+    assert ("file" in combination) == any(k.startswith("file/") for k in exporters)
+    assert ("otlp_http" in combination) == (f"{otlp_http_type}/backend" in exporters)
+    if "file" in combination:
+        base = job_dir(CONFIG, "aime25")
+        for signal in SIGNALS:
+            assert exporters[f"file/{signal}"] == {"path": f"{base}/otel/{signal}.jsonl", "format": "json"}
+    if "otlp_http" in combination:
+        backend = exporters[f"{otlp_http_type}/backend"]
+        assert backend["endpoint"] == "https://otlp.observability.example.internal"
+        assert backend["headers"] == {"Authorization": "Bearer ${env:OTEL_TOKEN}"}
+
+    pipelines = config["service"]["pipelines"]
+    ingest = {signal: pipelines[f"{signal}/ingest"] for signal in SIGNALS}
+    assert ingest["metrics"]["receivers"] == ["otlp", "prometheus", span_metrics_type]
+    assert ingest["traces"]["receivers"] == ["otlp"] and ingest["logs"]["receivers"] == ["otlp"]
+    assert span_metrics_type in ingest["traces"]["exporters"]
+    for signal, pipeline in ingest.items():
+        order = pipeline["processors"]
+        assert order.index("transform/keep_service_name") < order.index("resource/job")
+        if signal == "metrics":
+            assert order.index("transform/metric_names") < order.index("resource/job")
+    assert config["service"]["telemetry"]["logs"]["level"] == "debug"
+    # Only the renderer's own placeholders are expansions.
+    assert set(re.findall(r"(?<!\$)\$\{[^}]*\}", text)) <= {"${env:SLURM_JOB_ID}", "${env:OTEL_TOKEN}", "${1}"}
+
+
+def test_no_prometheus_receiver_without_targets() -> None:
+    config = SubmitConfig.from_yaml(REPO / "tests" / "data" / "configs" / "minimal.yaml")
+    for _, _, text in render_variants(config):
+        parsed = yaml.safe_load(text)
+        assert "prometheus" not in parsed["receivers"]
+        assert "prometheus" not in parsed["service"]["pipelines"]["metrics/ingest"]["receivers"]
+        keys = {a["key"] for a in parsed["processors"]["resource/job"]["attributes"]}
+        assert "model" not in keys  # no policy model, no model attribute
+
+
+def test_listen_host_and_fast_scrape() -> None:
+    config = SubmitConfig.from_yaml(REPO / "tests" / "data" / "configs" / "disaggregated.yaml")
+    for _, _, text in render_variants(config):
+        parsed = yaml.safe_load(text)
+        assert parsed["extensions"]["health_check"]["endpoint"] == "[::1]:13133"
+        assert parsed["receivers"]["otlp"]["protocols"]["http"]["endpoint"] == "[::1]:4318"
+        (job, dcgm, node) = parsed["receivers"]["prometheus"]["config"]["scrape_configs"]
+        assert job["job_name"] == "gym-vllm-pd/policy" and job["static_configs"][0]["targets"] == ["localhost:8200"]
+        assert (job["scrape_interval"], job["scrape_timeout"]) == ("5s", "5s")
+        assert dcgm["job_name"] == "dcgm" and dcgm["static_configs"][0]["targets"] == ["localhost:9401"]
+        assert node["job_name"] == "node" and node["static_configs"][0]["targets"] == ["localhost:9100"]

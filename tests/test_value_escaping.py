@@ -1,0 +1,125 @@
+"""Every user-supplied string reaches the collector exactly as written.
+
+The rendered YAML is parsed, the collector's own expansion rules are applied to it, and the
+resulting values are compared with the inputs. Values no collector could hold (control
+characters) are refused with an error naming their key.
+"""
+
+from __future__ import annotations
+
+import copy
+import string
+
+import pytest
+import yaml
+from collector_expansion import expand_tree
+from conftest import REPO, load_mapping
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from render_helpers import line_versions
+
+from nemo_gym.orchestration.api import SubmitConfig
+from nemo_gym.orchestration.executors.otel import SubmitConfigError, render_collector_config
+
+COLLECTOR_ENV = {"SLURM_JOB_ID": "4242", "OTEL_TOKEN": "tok", "HOME": "/home/collector"}
+
+# Any printable text: YAML and collector syntax included, control characters excluded.
+free_text = st.text(
+    alphabet=st.characters(
+        blacklist_categories=("Cc", "Cs"),
+        blacklist_characters="\x85",
+    ),
+    min_size=1,
+    max_size=40,
+)
+tricky = st.sampled_from(
+    ['"', "'", ":", ": ", "#", " #", "&a", "*a", "!tag", "{", "}", "[", "]", "$", "$$", "${env:HOME}",
+     "${HOME}", "$${x}", "{{ x }}", "{% if %}", "\\", "\\n", "ü", "模型", "🚀", "\u2028", "\ufeff", " ", "-", "?"]
+)
+user_text = st.one_of(free_text, st.lists(st.one_of(tricky, free_text), min_size=1, max_size=5).map("".join))
+# Path segments: anything but "/" and NUL (which POSIX forbids) and the dot entries.
+segment = user_text.map(lambda s: s.replace("/", "_")).filter(lambda s: s not in (".", ".."))
+
+
+def _attributes(parsed: dict) -> dict:
+    return {a["key"]: a["value"] for a in parsed["processors"]["resource/job"]["attributes"] if "value" in a}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    model=user_text, benchmark=user_text, gym_job_id=segment, output_leaf=segment,
+    service_name=user_text, component=user_text, url_path=user_text.map(lambda s: "".join("_" if c.isspace() else c for c in s)),
+    line=st.sampled_from(sorted(line_versions())),
+)
+def test_user_strings_survive_rendering_and_collector_expansion(
+    example_mapping: dict, model: str, benchmark: str, gym_job_id: str, output_leaf: str,
+    service_name: str, component: str, url_path: str, line: str,
+) -> None:
+    mapping = copy.deepcopy(example_mapping)
+    mapping["services"]["policy"]["served_model_name"] = model
+    mapping["driver"]["benchmarks"] = {benchmark: {}}
+    mapping["job"]["output_path"] = f"/lustre/{output_leaf}"
+    mapping["otel"].update(
+        service_name=service_name,
+        component=component,
+        endpoint=f"https://otlp.example.internal/{url_path}",
+        collector_version=line_versions()[line],
+    )
+    config = SubmitConfig.from_dict(mapping)
+    bench_dir = f"/lustre/{output_leaf}/{gym_job_id}/{benchmark.replace('/', '_')}"
+    text = render_collector_config(config, benchmark, bench_dir)
+    seen = expand_tree(yaml.safe_load(text), COLLECTOR_ENV)
+
+    attributes = _attributes(seen)
+    assert attributes["model"] == model
+    assert attributes["benchmark"] == benchmark
+    assert attributes["service.name"] == service_name
+    assert attributes["run_id"] == gym_job_id
+    assert attributes["slurm_job_id"] == "4242"
+    exporters = seen["exporters"]
+    assert exporters["file/traces"]["path"] == f"{bench_dir}/otel/traces.jsonl"
+    backend = next(v for k, v in exporters.items() if k.endswith("/backend"))
+    assert backend["endpoint"] == f"https://otlp.example.internal/{url_path}"
+    assert backend["headers"]["Authorization"] == "Bearer tok"
+    jobs = [j["job_name"] for j in seen["receivers"]["prometheus"]["config"]["scrape_configs"]]
+    assert f"{component}/policy" in jobs
+
+
+@pytest.mark.parametrize(
+    ("key", "edit"),
+    [
+        ("services.policy.served_model_name", lambda m: m["services"]["policy"].update(served_model_name="a\nb")),
+        ("otel.component", lambda m: m["otel"].update(component="tab\there")),
+        ("otel.service_name", lambda m: m["otel"].update(service_name="bell\x07")),
+        ("remote_bench_dir", lambda m: m["job"].update(output_path="/runs\r")),
+    ],
+)
+def test_control_characters_are_refused_naming_the_key(example_mapping: dict, key: str, edit) -> None:
+    edit(example_mapping)
+    config = SubmitConfig.from_dict(example_mapping)
+    with pytest.raises(SubmitConfigError, match="control character") as caught:
+        render_collector_config(config, "aime25", f"{config.job.output_path}/g1/aime25")
+    assert caught.value.path == key
+
+
+def test_newline_in_benchmark_name_is_refused(example_mapping: dict) -> None:
+    example_mapping["driver"]["benchmarks"] = {"aime\n25": {}}
+    config = SubmitConfig.from_dict(example_mapping)
+    with pytest.raises(SubmitConfigError, match="control character") as caught:
+        render_collector_config(config, "aime\n25", "/runs/g1/aime25")
+    assert caught.value.path.startswith("driver.benchmarks")
+
+
+def test_hostile_fixture_reaches_collector_verbatim() -> None:
+    """The hand-picked hostile config, checked value by value against its own source file."""
+    source = load_mapping(REPO / "tests" / "data" / "configs" / "hostile.yaml")
+    config = SubmitConfig.from_dict(source)
+    benchmark = next(iter(source["driver"]["benchmarks"]))
+    bench_dir = f"{source['job']['output_path']}/g1/{benchmark}"
+    seen = expand_tree(yaml.safe_load(render_collector_config(config, benchmark, bench_dir)), COLLECTOR_ENV)
+    attributes = _attributes(seen)
+    assert attributes["model"] == source["services"]["policy"]["served_model_name"]
+    assert attributes["benchmark"] == benchmark
+    assert attributes["cluster"] == "eos-2"
+    assert seen["exporters"]["file/logs"]["path"] == f"{bench_dir}/otel/logs.jsonl"
+    assert "${" not in "".join(string.printable)  # sanity of the alphabet used above
