@@ -251,7 +251,7 @@ class TemplateSet:
 
     def render(self, info: TemplateInfo, context: dict[str, Any]) -> str:
         from jinja2 import TemplateError as JinjaError
-        from jinja2 import TemplateSyntaxError, UndefinedError
+        from jinja2 import TemplateNotFound, TemplateSyntaxError, UndefinedError
 
         try:
             template = self.environment().get_template(info.name)
@@ -262,18 +262,20 @@ class TemplateSet:
             raise TemplateError(
                 f"{exc.name or info.name}:{exc.lineno}", f"{exc.message}; fix the template syntax"
             ) from None
+        except TemplateNotFound as exc:
+            raise TemplateError(info.name, f"includes or extends {exc.name!r}, which is not found in the search path; fix the name") from None
         except UndefinedError as exc:
             raise TemplateError(
                 info.name, f"{exc.message}; use only the documented template variables"
             ) from None
         except JinjaError as exc:
             raise TemplateError(info.name, f"{exc}; fix the template") from None
-        except ValueError as exc:
+        except (TypeError, ValueError) as exc:
             raise TemplateError(info.name, f"a value cannot be rendered: {exc}") from None
 
 
 def _make_environment(templates: TemplateSet) -> Any:
-    from jinja2 import BaseLoader, StrictUndefined, TemplateNotFound
+    from jinja2 import BaseLoader, StrictUndefined, TemplateNotFound, Undefined
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     class Loader(BaseLoader):
@@ -296,7 +298,12 @@ def _make_environment(templates: TemplateSet) -> Any:
         lstrip_blocks=True,
         auto_reload=False,
     )
-    env.filters["scalar"] = scalar
+    def scalar_filter(value: Any) -> str:
+        if isinstance(value, Undefined):
+            value._fail_with_undefined_error()  # raises UndefinedError naming the variable
+        return scalar(value)
+
+    env.filters["scalar"] = scalar_filter
     env.globals["joined"] = joined
     return env
 

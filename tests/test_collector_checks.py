@@ -1,0 +1,130 @@
+"""The checks JSON Schema cannot express, on small hand-written collector configs."""
+
+from __future__ import annotations
+
+import pytest
+
+from nemo_gym.orchestration.executors.otel import CollectorConfigError, validate_collector_config
+
+BASE = """\
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: "localhost:4318"
+  prometheus:
+    config:
+      scrape_configs:
+        - job_name: "m"
+          static_configs:
+            - targets: ["localhost:8000"]
+processors:
+  batch:
+connectors:
+  forward/t:
+  span_metrics:
+exporters:
+  debug:
+extensions:
+  health_check:
+service:
+  extensions: [{extensions}]
+  pipelines:
+{pipelines}
+"""
+
+
+def config(pipelines: str, extensions: str = "health_check") -> str:
+    return BASE.format(pipelines=pipelines, extensions=extensions)
+
+
+def violations(text: str) -> list[str]:
+    with pytest.raises(CollectorConfigError) as caught:
+        validate_collector_config(text)
+    return [str(v) for v in caught.value.violations]
+
+
+GOOD = """\
+    traces/in: {receivers: [otlp], processors: [batch], exporters: [forward/t, span_metrics]}
+    traces/out: {receivers: [forward/t], exporters: [debug]}
+    metrics: {receivers: [otlp, prometheus, span_metrics], exporters: [debug]}
+"""
+
+
+def test_a_consistent_graph_passes() -> None:
+    validate_collector_config(config(GOOD))
+
+
+@pytest.mark.parametrize(
+    ("pipelines", "extensions", "expected"),
+    [
+        ("    traces: {receivers: [otlp], exporters: [otlp_http]}\n", "health_check",
+         "service.pipelines.traces.exporters[0]: 'otlp_http' is not defined under exporters or connectors"),
+        ("    traces: {receivers: [otlp], processors: [memory_limiter], exporters: [debug]}\n", "health_check",
+         "service.pipelines.traces.processors[0]: 'memory_limiter' is not defined under processors"),
+        ("    traces: {receivers: [otlp], exporters: [debug]}\n", "health_check, pprof",
+         "service.extensions[1]: extension 'pprof' is not defined"),
+        ("    traces: {receivers: [prometheus], exporters: [debug]}\n", "health_check",
+         "service.pipelines.traces.receivers[0]: 'prometheus' does not handle traces"),
+        ("    traces: {receivers: [otlp], exporters: [debug, debug]}\n", "health_check",
+         "service.pipelines.traces.exporters[1]: 'debug' is listed twice"),
+        ("    traces: {receivers: [otlp], exporters: [forward/t]}\n", "health_check",
+         "connectors.forward/t: is an exporter of a traces pipeline but no pipeline receives"),
+        ("    logs: {receivers: [forward/t], exporters: [debug]}\n", "health_check",
+         "connectors.forward/t: is a receiver of a logs pipeline but no pipeline exports to it"),
+        ("    traces: {receivers: [otlp], exporters: [forward/t]}\n    logs: {receivers: [forward/t], exporters: [debug]}\n", "health_check",
+         "connectors.forward/t: is an exporter of a traces pipeline"),
+        ("    metrics/a: {receivers: [otlp], exporters: [span_metrics]}\n    metrics/b: {receivers: [span_metrics], exporters: [debug]}\n", "health_check",
+         "connectors.span_metrics: is an exporter of a metrics pipeline"),
+        ("    traces/a: {receivers: [otlp, forward/t], exporters: [forward/t]}\n", "health_check",
+         "service.pipelines: pipelines form a cycle through connectors (traces/a -> traces/a)"),
+    ],
+)
+def test_graph_violations(pipelines: str, extensions: str, expected: str) -> None:
+    found = violations(config(pipelines, extensions))
+    assert any(v.startswith(expected) for v in found), found
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("${env:OTEL_TOKEN}", True),
+        ("prefix $$ and $${1} and $$HOME", True),
+        ("${HOME}", False),
+        ("${env:HOME:-/tmp}", False),
+        ("${1}", False),
+        ("${file:/etc/passwd}", False),
+        ("${env:NOT-A-NAME}", False),
+        ("${env:UNTERMINATED", False),
+    ],
+)
+def test_only_env_expansions_are_allowed(value: str, ok: bool) -> None:
+    text = config(GOOD).replace('job_name: "m"', f'job_name: "{value}"')
+    if ok:
+        validate_collector_config(text)
+    else:
+        found = violations(text)
+        assert any(v.startswith("receivers.prometheus.config.scrape_configs[0].job_name: has ") for v in found), found
+
+
+def test_violations_are_reported_one_per_line() -> None:
+    text = config("    traces: {receivers: [nope], exporters: [gone]}\n")
+    with pytest.raises(CollectorConfigError) as caught:
+        validate_collector_config(text, source="hand.yaml")
+    lines = str(caught.value).splitlines()
+    assert lines[0] == "hand.yaml is invalid:"
+    assert lines[1:] == [
+        "service.pipelines.traces.exporters[0]: 'gone' is not defined under exporters or connectors; define it or remove it here",
+        "service.pipelines.traces.receivers[0]: 'nope' is not defined under receivers or connectors; define it or remove it here",
+    ]
+
+
+def test_yaml_syntax_error_names_the_line() -> None:
+    with pytest.raises(CollectorConfigError) as caught:
+        validate_collector_config("receivers:\n  otlp: [\n", source="broken.yaml")
+    assert caught.value.violations[0].path.startswith("broken.yaml:")
+    assert "fix the YAML syntax" in str(caught.value)
+
+
+def test_not_a_mapping() -> None:
+    assert violations("- a\n- b\n") == ["<root>: a collector config must be a YAML mapping of sections"]
