@@ -20,9 +20,15 @@ from nemo_gym.orchestration.executors.otel import (
 
 def test_constants_have_the_spec_values() -> None:
     assert (otel.COLLECTOR_SERVICE_NAME, otel.COLLECTOR_DIR, otel.COLLECTOR_CONFIG_NAME) == (
-        "otel_collector", "otel", "collector.yaml",
+        "otel_collector",
+        "otel",
+        "collector.yaml",
     )
-    assert (otel.COLLECTOR_HEALTH_PORT, otel.OTLP_GRPC_PORT, otel.OTLP_HTTP_PORT) == (13133, 4317, 4318)
+    assert (otel.COLLECTOR_HEALTH_PORT, otel.OTLP_GRPC_PORT, otel.OTLP_HTTP_PORT) == (
+        13133,
+        4317,
+        4318,
+    )
     assert otel.GYM_TELEMETRY_EXTRA == "telemetry"
     assert (otel.FINAL_SCRAPE_GRACE_SECONDS, otel.SHUTDOWN_WAIT_SECONDS) == (20, 30)
 
@@ -51,7 +57,9 @@ def test_errors_are_value_errors_with_paths() -> None:
 
 
 def test_collector_config_path() -> None:
-    assert otel.collector_config_path("/runs/g1/aime25") == Path("/runs/g1/aime25/otel/collector.yaml")
+    assert otel.collector_config_path("/runs/g1/aime25") == Path(
+        "/runs/g1/aime25/otel/collector.yaml"
+    )
 
 
 def test_scrape_targets_are_model_services_in_order(example_mapping: dict) -> None:
@@ -60,7 +68,9 @@ def test_scrape_targets_are_model_services_in_order(example_mapping: dict) -> No
         "sandbox": {"type": "ray"},
         "alpha": {"type": "vllm_pd", "model": "m2"},
     }
-    config = SubmitConfig.from_dict(example_mapping | {"driver": example_mapping["driver"] | {"policy_model": "zeta"}})
+    config = SubmitConfig.from_dict(
+        example_mapping | {"driver": example_mapping["driver"] | {"policy_model": "zeta"}}
+    )
     assert list(otel.scrape_targets(config).items()) == [("zeta", 8300), ("alpha", 8000)]
 
 
@@ -93,9 +103,15 @@ def test_validate_gym_telemetry_names_both_fixes(example_mapping: dict) -> None:
 
 @pytest.mark.parametrize(
     ("drop", "named"),
-    [(["endpoint"], ["otel.endpoint"]), (["service_name"], ["otel.service_name"]), (["endpoint", "service_name"], ["otel.endpoint", "otel.service_name"])],
+    [
+        (["endpoint"], ["otel.endpoint"]),
+        (["service_name"], ["otel.service_name"]),
+        (["endpoint", "service_name"], ["otel.endpoint", "otel.service_name"]),
+    ],
 )
-def test_validate_destination_names_every_missing_key(example_mapping: dict, drop: list[str], named: list[str]) -> None:
+def test_validate_destination_names_every_missing_key(
+    example_mapping: dict, drop: list[str], named: list[str]
+) -> None:
     for key in drop:
         example_mapping["otel"].pop(key)
     config = SubmitConfig.from_dict(example_mapping)
@@ -123,7 +139,9 @@ def test_resolve_token(example_mapping: dict, monkeypatch: pytest.MonkeyPatch) -
             monkeypatch.setenv("GYM_INGEST_TOKEN", value)
         with pytest.raises(SubmitConfigError) as caught:
             otel.resolve_token(config)
-        assert "GYM_INGEST_TOKEN" in str(caught.value) and "otel.enabled: false" in str(caught.value)
+        assert "GYM_INGEST_TOKEN" in str(caught.value) and "otel.enabled: false" in str(
+            caught.value
+        )
 
 
 def test_driver_telemetry_env() -> None:
@@ -136,10 +154,14 @@ def test_driver_telemetry_env() -> None:
         "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
         "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://localhost:4317",
     }
-    assert otel.driver_telemetry_env("g", "default", logs=False)["NEMO_GYM_OTEL_LOGS_ENABLED"] == "0"
+    assert (
+        otel.driver_telemetry_env("g", "default", logs=False)["NEMO_GYM_OTEL_LOGS_ENABLED"] == "0"
+    )
 
 
-def test_merged_driver_env_lets_driver_env_win(example_mapping: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_merged_driver_env_lets_driver_env_win(
+    example_mapping: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("WANDB_API_KEY", "wandb-from-host")
     example_mapping["driver"]["env"] = {
         "NEMO_GYM_OTEL_SPAN_GROUPS": "lit:default",
@@ -162,7 +184,10 @@ def test_merged_driver_env_lets_driver_env_win(example_mapping: dict, monkeypatc
 def test_policy_model_name(example_mapping: dict) -> None:
     assert otel._policy_model_name(SubmitConfig.from_dict(example_mapping)) == "qwen3-30b-a3b"
     del example_mapping["services"]["policy"]["served_model_name"]
-    assert otel._policy_model_name(SubmitConfig.from_dict(example_mapping)) == "Qwen/Qwen3-30B-A3B-Instruct-2507"
+    assert (
+        otel._policy_model_name(SubmitConfig.from_dict(example_mapping))
+        == "Qwen/Qwen3-30B-A3B-Instruct-2507"
+    )
     example_mapping["driver"]["policy_model"] = "sandbox"
     assert otel._policy_model_name(SubmitConfig.from_dict(example_mapping)) is None
     del example_mapping["driver"]["policy_model"]
@@ -171,18 +196,22 @@ def test_policy_model_name(example_mapping: dict) -> None:
 
 def test_render_checks_benchmark_dir_and_interval(example_mapping: dict) -> None:
     config = SubmitConfig.from_dict(example_mapping)
-    with pytest.raises(SubmitConfigError, match="not one of driver.benchmarks") as caught:
+    with pytest.raises(SubmitConfigError, match=r"not one of driver\.benchmarks") as caught:
         otel.render_collector_config(config, "gsm8k", "/runs/g1/gsm8k")
     assert caught.value.path == "benchmark_name"
     with pytest.raises(SubmitConfigError, match="absolute") as caught:
         otel.render_collector_config(config, "aime25", "runs/g1/aime25")
     assert caught.value.path == "remote_bench_dir"
     example_mapping["otel"]["scrape_interval_seconds"] = 21
-    with pytest.raises(SubmitConfigError, match="at most 20") as caught:
-        otel.render_collector_config(SubmitConfig.from_dict(example_mapping), "aime25", "/runs/g1/aime25")
+    with pytest.raises(SubmitConfigError, match=r"at most 20") as caught:
+        otel.render_collector_config(
+            SubmitConfig.from_dict(example_mapping), "aime25", "/runs/g1/aime25"
+        )
     assert caught.value.path == "otel.scrape_interval_seconds"
     example_mapping["otel"]["scrape_interval_seconds"] = 20
-    assert "20s" in otel.render_collector_config(SubmitConfig.from_dict(example_mapping), "aime25", "/runs/g1/aime25")
+    assert "20s" in otel.render_collector_config(
+        SubmitConfig.from_dict(example_mapping), "aime25", "/runs/g1/aime25"
+    )
 
 
 def test_submit_config_is_frozen_and_filled_with_defaults(example_mapping: dict) -> None:
