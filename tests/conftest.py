@@ -43,6 +43,9 @@ def example_mapping() -> dict:
 
 def fixture_configs() -> dict[str, Path]:
     """Every submit config the golden and property tests render, by a short name."""
-    configs = {"shared-submit": FIXTURES / "submit.yaml", "example": REPO / "examples" / "submit.yaml"}
+    configs = {
+        "shared-submit": FIXTURES / "submit.yaml",
+        "example": REPO / "examples" / "submit.yaml",
+    }
     configs.update({p.stem: p for p in sorted(CONFIGS.glob("*.yaml"))})
     return configs

@@ -58,26 +58,56 @@ def test_a_consistent_graph_passes() -> None:
 @pytest.mark.parametrize(
     ("pipelines", "extensions", "expected"),
     [
-        ("    traces: {receivers: [otlp], exporters: [otlp_http]}\n", "health_check",
-         "service.pipelines.traces.exporters[0]: 'otlp_http' is not defined under exporters or connectors"),
-        ("    traces: {receivers: [otlp], processors: [memory_limiter], exporters: [debug]}\n", "health_check",
-         "service.pipelines.traces.processors[0]: 'memory_limiter' is not defined under processors"),
-        ("    traces: {receivers: [otlp], exporters: [debug]}\n", "health_check, pprof",
-         "service.extensions[1]: extension 'pprof' is not defined"),
-        ("    traces: {receivers: [prometheus], exporters: [debug]}\n", "health_check",
-         "service.pipelines.traces.receivers[0]: 'prometheus' does not handle traces"),
-        ("    traces: {receivers: [otlp], exporters: [debug, debug]}\n", "health_check",
-         "service.pipelines.traces.exporters[1]: 'debug' is listed twice"),
-        ("    traces: {receivers: [otlp], exporters: [forward/t]}\n", "health_check",
-         "connectors.forward/t: is an exporter of a traces pipeline but no pipeline receives"),
-        ("    logs: {receivers: [forward/t], exporters: [debug]}\n", "health_check",
-         "connectors.forward/t: is a receiver of a logs pipeline but no pipeline exports to it"),
-        ("    traces: {receivers: [otlp], exporters: [forward/t]}\n    logs: {receivers: [forward/t], exporters: [debug]}\n", "health_check",
-         "connectors.forward/t: is an exporter of a traces pipeline"),
-        ("    metrics/a: {receivers: [otlp], exporters: [span_metrics]}\n    metrics/b: {receivers: [span_metrics], exporters: [debug]}\n", "health_check",
-         "connectors.span_metrics: is an exporter of a metrics pipeline"),
-        ("    traces/a: {receivers: [otlp, forward/t], exporters: [forward/t]}\n", "health_check",
-         "service.pipelines: pipelines form a cycle through connectors (traces/a -> traces/a)"),
+        (
+            "    traces: {receivers: [otlp], exporters: [otlp_http]}\n",
+            "health_check",
+            "service.pipelines.traces.exporters[0]: 'otlp_http' is not defined under exporters or connectors",
+        ),
+        (
+            "    traces: {receivers: [otlp], processors: [memory_limiter], exporters: [debug]}\n",
+            "health_check",
+            "service.pipelines.traces.processors[0]: 'memory_limiter' is not defined under processors",
+        ),
+        (
+            "    traces: {receivers: [otlp], exporters: [debug]}\n",
+            "health_check, pprof",
+            "service.extensions[1]: extension 'pprof' is not defined",
+        ),
+        (
+            "    traces: {receivers: [prometheus], exporters: [debug]}\n",
+            "health_check",
+            "service.pipelines.traces.receivers[0]: 'prometheus' does not handle traces",
+        ),
+        (
+            "    traces: {receivers: [otlp], exporters: [debug, debug]}\n",
+            "health_check",
+            "service.pipelines.traces.exporters[1]: 'debug' is listed twice",
+        ),
+        (
+            "    traces: {receivers: [otlp], exporters: [forward/t]}\n",
+            "health_check",
+            "connectors.forward/t: is an exporter of a traces pipeline but no pipeline receives",
+        ),
+        (
+            "    logs: {receivers: [forward/t], exporters: [debug]}\n",
+            "health_check",
+            "connectors.forward/t: is a receiver of a logs pipeline but no pipeline exports to it",
+        ),
+        (
+            "    traces: {receivers: [otlp], exporters: [forward/t]}\n    logs: {receivers: [forward/t], exporters: [debug]}\n",
+            "health_check",
+            "connectors.forward/t: is an exporter of a traces pipeline",
+        ),
+        (
+            "    metrics/a: {receivers: [otlp], exporters: [span_metrics]}\n    metrics/b: {receivers: [span_metrics], exporters: [debug]}\n",
+            "health_check",
+            "connectors.span_metrics: is an exporter of a metrics pipeline",
+        ),
+        (
+            "    traces/a: {receivers: [otlp, forward/t], exporters: [forward/t]}\n",
+            "health_check",
+            "service.pipelines: pipelines form a cycle through connectors (traces/a -> traces/a)",
+        ),
     ],
 )
 def test_graph_violations(pipelines: str, extensions: str, expected: str) -> None:
@@ -104,7 +134,10 @@ def test_only_env_expansions_are_allowed(value: str, ok: bool) -> None:
         validate_collector_config(text)
     else:
         found = violations(text)
-        assert any(v.startswith("receivers.prometheus.config.scrape_configs[0].job_name: has ") for v in found), found
+        assert any(
+            v.startswith("receivers.prometheus.config.scrape_configs[0].job_name: has ")
+            for v in found
+        ), found
 
 
 def test_violations_are_reported_one_per_line() -> None:
@@ -127,4 +160,6 @@ def test_yaml_syntax_error_names_the_line() -> None:
 
 
 def test_not_a_mapping() -> None:
-    assert violations("- a\n- b\n") == ["<root>: a collector config must be a YAML mapping of sections"]
+    assert violations("- a\n- b\n") == [
+        "<root>: a collector config must be a YAML mapping of sections"
+    ]

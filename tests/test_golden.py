@@ -23,7 +23,9 @@ def golden_path(config_name: str, line: str, combination: str) -> Path:
 
 
 @pytest.mark.parametrize(("name", "path"), CASES, ids=[c[0] for c in CASES])
-def test_rendered_output_matches_golden(name: str, path: Path, request: pytest.FixtureRequest) -> None:
+def test_rendered_output_matches_golden(
+    name: str, path: Path, request: pytest.FixtureRequest
+) -> None:
     config = SubmitConfig.from_yaml(path)
     update = request.config.getoption("--update-golden")
     mismatched = []
@@ -34,7 +36,9 @@ def test_rendered_output_matches_golden(name: str, path: Path, request: pytest.F
             target.write_text(text, encoding="utf-8")
         elif not target.is_file() or target.read_text(encoding="utf-8") != text:
             mismatched.append(str(target.relative_to(REPO)))
-    assert not mismatched, f"re-render differs from golden files (run with --update-golden and review): {mismatched}"
+    assert not mismatched, (
+        f"re-render differs from golden files (run with --update-golden and review): {mismatched}"
+    )
 
 
 def test_every_line_and_combination_has_golden_files() -> None:
@@ -46,4 +50,6 @@ def test_every_line_and_combination_has_golden_files() -> None:
     }
     present = set(GOLDEN.glob("*/*/*.yaml"))
     assert len(line_versions()) >= 2
-    assert expected == present, f"missing: {sorted(expected - present)}; stale: {sorted(present - expected)}"
+    assert expected == present, (
+        f"missing: {sorted(expected - present)}; stale: {sorted(present - expected)}"
+    )

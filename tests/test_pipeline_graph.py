@@ -47,7 +47,9 @@ def walk(config: dict) -> Iterator[tuple[str, str, list[str]]]:
     connectors = set(config.get("connectors") or {})
     pipelines = config["service"]["pipelines"]
 
-    def follow(pipeline_id: str, trail: list[str], visited: frozenset[str]) -> Iterator[tuple[str, list[str]]]:
+    def follow(
+        pipeline_id: str, trail: list[str], visited: frozenset[str]
+    ) -> Iterator[tuple[str, list[str]]]:
         pipeline = pipelines[pipeline_id]
         here = [*trail, *pipeline.get("processors", [])]
         for exporter in pipeline["exporters"]:
@@ -77,14 +79,21 @@ def test_token_only_on_the_backend_path(name: str, line: str, combination: str, 
     assert bool(to_backend) == ("otlp_http" in combination)
     assert bool(to_files) == ("file" in combination)
     for source, trail in to_backend:
-        assert stamping & set(trail), f"{source} reaches the backend without the Authorization attribute"
+        assert stamping & set(trail), (
+            f"{source} reaches the backend without the Authorization attribute"
+        )
     for source, trail in to_files:
         assert not stamping & set(trail), f"{source} carries the token into the job directory"
     # Same data to both destinations: every source that reaches one reaches the other.
     if to_backend and to_files:
         assert {s for s, _ in to_backend} == {s for s, _ in to_files}
     # Every source reaches a destination, for every signal.
-    sources = {f"{p}:{r}" for p, body in config["service"]["pipelines"].items() for r in body["receivers"] if r not in (config.get("connectors") or {})}
+    sources = {
+        f"{p}:{r}"
+        for p, body in config["service"]["pipelines"].items()
+        for r in body["receivers"]
+        if r not in (config.get("connectors") or {})
+    }
     assert sources == {s for s, _, _ in paths}
     # The token is referenced, never present: only as the collector expansion.
     if "otlp_http" in combination:
@@ -98,5 +107,7 @@ def test_walk_finds_a_leak_when_the_token_is_stamped_before_the_fork() -> None:
     config["service"]["pipelines"]["traces/ingest"]["processors"].append("transform/tenant")
     stamping = {p for p, b in config["processors"].items() if _sets_authorization(p, b)}
     leaks = [s for s, e, p in walk(config) if e.startswith("file/") and stamping & set(p)]
-    assert set(leaks) == {"traces/ingest:otlp"}  # via file/traces and, through span metrics, file/metrics
+    assert set(leaks) == {
+        "traces/ingest:otlp"
+    }  # via file/traces and, through span metrics, file/metrics
     assert len(leaks) == 2

@@ -45,7 +45,9 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
     scrape = config["receivers"]["prometheus"]["config"]["scrape_configs"]
     jobs = {job["job_name"]: job for job in scrape}
     assert list(jobs) == ["gym-vllm/policy", "gym-vllm/judge", "dcgm", "node"]
-    assert jobs["gym-vllm/policy"]["static_configs"] == [{"targets": ["localhost:8000"], "labels": {"gym_service": "policy"}}]
+    assert jobs["gym-vllm/policy"]["static_configs"] == [
+        {"targets": ["localhost:8000"], "labels": {"gym_service": "policy"}}
+    ]
     assert jobs["gym-vllm/judge"]["static_configs"][0]["targets"] == ["localhost:8100"]
     assert jobs["dcgm"]["static_configs"][0]["targets"] == ["localhost:9400"]
     assert jobs["node"]["static_configs"][0]["targets"] == ["localhost:9100"]
@@ -57,11 +59,16 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
         (group,) = keep[key]
         assert group["context"] == "resource"
         (statement,) = group["statements"]
-        assert statement.startswith('set(attributes["service.name.override"], attributes["service.name"])')
+        assert statement.startswith(
+            'set(attributes["service.name.override"], attributes["service.name"])'
+        )
         assert 'where attributes["service.name.override"] == nil' in statement
     (rename,) = processors["transform/metric_names"]["metric_statements"]
     assert rename["context"] == "metric"
-    assert re.fullmatch(r'replace_pattern\(name, "\^\(\[a-zA-Z_\]\[a-zA-Z0-9_\]\*\):", "\$\$\{1\}_"\)', rename["statements"][0])
+    assert re.fullmatch(
+        r'replace_pattern\(name, "\^\(\[a-zA-Z_\]\[a-zA-Z0-9_\]\*\):", "\$\$\{1\}_"\)',
+        rename["statements"][0],
+    )
 
     attributes = processors["resource/job"]["attributes"]
     upserts = {a["key"]: a["value"] for a in attributes if a["action"] == "upsert"}
@@ -75,12 +82,29 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
         "model": "qwen3-30b-a3b",
     }
     assert {"key": "slurm_job_id", "action": "convert", "converted_type": "string"} in attributes
-    assert attributes.index({"key": "slurm_job_id", "action": "convert", "converted_type": "string"}) > [a["key"] for a in attributes].index("slurm_job_id")
+    assert attributes.index(
+        {"key": "slurm_job_id", "action": "convert", "converted_type": "string"}
+    ) > [a["key"] for a in attributes].index("slurm_job_id")
 
     connectors = config["connectors"]
     span_metrics = connectors[span_metrics_type]
-    assert span_metrics["histogram"]["explicit"]["buckets"] == ["250ms", "1s", "2s", "5s", "10s", "30s", "60s", "120s", "300s", "600s", "1800s"]
-    assert [d["name"] for d in span_metrics["dimensions"]] == ["service.name.override", "nemo.gym.sandbox.provider"]
+    assert span_metrics["histogram"]["explicit"]["buckets"] == [
+        "250ms",
+        "1s",
+        "2s",
+        "5s",
+        "10s",
+        "30s",
+        "60s",
+        "120s",
+        "300s",
+        "600s",
+        "1800s",
+    ]
+    assert [d["name"] for d in span_metrics["dimensions"]] == [
+        "service.name.override",
+        "nemo.gym.sandbox.provider",
+    ]
     assert span_metrics["metrics_flush_interval"] == "15s"
 
     exporters = config["exporters"]
@@ -89,7 +113,10 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
     if "file" in combination:
         base = job_dir(CONFIG, "aime25")
         for signal in SIGNALS:
-            assert exporters[f"file/{signal}"] == {"path": f"{base}/otel/{signal}.jsonl", "format": "json"}
+            assert exporters[f"file/{signal}"] == {
+                "path": f"{base}/otel/{signal}.jsonl",
+                "format": "json",
+            }
     if "otlp_http" in combination:
         backend = exporters[f"{otlp_http_type}/backend"]
         assert backend["endpoint"] == "https://otlp.observability.example.internal"
@@ -107,7 +134,11 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
             assert order.index("transform/metric_names") < order.index("resource/job")
     assert config["service"]["telemetry"]["logs"]["level"] == "debug"
     # Only the renderer's own placeholders are expansions.
-    assert set(re.findall(r"(?<!\$)\$\{[^}]*\}", text)) <= {"${env:SLURM_JOB_ID}", "${env:OTEL_TOKEN}", "${1}"}
+    assert set(re.findall(r"(?<!\$)\$\{[^}]*\}", text)) <= {
+        "${env:SLURM_JOB_ID}",
+        "${env:OTEL_TOKEN}",
+        "${1}",
+    }
 
 
 def test_no_prometheus_receiver_without_targets() -> None:
@@ -127,7 +158,13 @@ def test_listen_host_and_fast_scrape() -> None:
         assert parsed["extensions"]["health_check"]["endpoint"] == "[::1]:13133"
         assert parsed["receivers"]["otlp"]["protocols"]["http"]["endpoint"] == "[::1]:4318"
         (job, dcgm, node) = parsed["receivers"]["prometheus"]["config"]["scrape_configs"]
-        assert job["job_name"] == "gym-vllm-pd/policy" and job["static_configs"][0]["targets"] == ["localhost:8200"]
+        assert job["job_name"] == "gym-vllm-pd/policy" and job["static_configs"][0]["targets"] == [
+            "localhost:8200"
+        ]
         assert (job["scrape_interval"], job["scrape_timeout"]) == ("5s", "5s")
-        assert dcgm["job_name"] == "dcgm" and dcgm["static_configs"][0]["targets"] == ["localhost:9401"]
-        assert node["job_name"] == "node" and node["static_configs"][0]["targets"] == ["localhost:9100"]
+        assert dcgm["job_name"] == "dcgm" and dcgm["static_configs"][0]["targets"] == [
+            "localhost:9401"
+        ]
+        assert node["job_name"] == "node" and node["static_configs"][0]["targets"] == [
+            "localhost:9100"
+        ]

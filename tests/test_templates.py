@@ -19,8 +19,14 @@ from nemo_gym.orchestration.executors.otel import (
 BENCH_DIR = "/runs/g1/aime25"
 
 
-def front_matter(line: str, combination: str, collector_min: str = "0.154.0", collector_max: str = "",
-                 requires: str = "0.1.0", version: str = "7") -> str:
+def front_matter(
+    line: str,
+    combination: str,
+    collector_min: str = "0.154.0",
+    collector_max: str = "",
+    requires: str = "0.1.0",
+    version: str = "7",
+) -> str:
     return (
         "{#- nemo-gym-otel\n"
         f"line: {line}\ncombination: {combination}\ntemplate_version: {version}\n"
@@ -47,29 +53,56 @@ def with_otel(example_mapping: dict, **otel: object) -> SubmitConfig:
 
 
 @pytest.mark.parametrize(
-    ("version", "line"), [("0.120.0", "legacy"), ("0.143.0", "legacy"), ("0.153.9", "legacy"), ("0.154.0", "current"), ("0.161.0", "current"), ("v1.2.0", "current"), (None, "current")]
+    ("version", "line"),
+    [
+        ("0.120.0", "legacy"),
+        ("0.143.0", "legacy"),
+        ("0.153.9", "legacy"),
+        ("0.154.0", "current"),
+        ("0.161.0", "current"),
+        ("v1.2.0", "current"),
+        (None, "current"),
+    ],
 )
-def test_collector_version_picks_the_line(example_mapping: dict, version: str | None, line: str) -> None:
-    text = render_collector_config(with_otel(example_mapping, collector_version=version), "aime25", BENCH_DIR)
+def test_collector_version_picks_the_line(
+    example_mapping: dict, version: str | None, line: str
+) -> None:
+    text = render_collector_config(
+        with_otel(example_mapping, collector_version=version), "aime25", BENCH_DIR
+    )
     assert f"line {line}," in text.splitlines()[1]
 
 
 def test_unsupported_collector_version_lists_the_ranges(example_mapping: dict) -> None:
     with pytest.raises(TemplateError) as caught:
-        render_collector_config(with_otel(example_mapping, collector_version="0.110.0"), "aime25", BENCH_DIR)
+        render_collector_config(
+            with_otel(example_mapping, collector_version="0.110.0"), "aime25", BENCH_DIR
+        )
     assert caught.value.path == "otel.collector_version"
-    assert "legacy: >=0.120.0, <0.154.0" in str(caught.value) and "current: >=0.154.0" in str(caught.value)
+    assert "legacy: >=0.120.0, <0.154.0" in str(caught.value) and "current: >=0.154.0" in str(
+        caught.value
+    )
 
 
-def test_override_replaces_the_builtin_of_the_same_name(tmp_path: Path, config: SubmitConfig) -> None:
-    builtin = (REPO / "templates" / "current" / "otlp_http+file.yaml.j2").read_text(encoding="utf-8")
-    write(tmp_path, "current/otlp_http+file.yaml.j2", builtin.replace("template_version: 1", "template_version: 41"))
+def test_override_replaces_the_builtin_of_the_same_name(
+    tmp_path: Path, config: SubmitConfig
+) -> None:
+    builtin = (REPO / "templates" / "current" / "otlp_http+file.yaml.j2").read_text(
+        encoding="utf-8"
+    )
+    write(
+        tmp_path,
+        "current/otlp_http+file.yaml.j2",
+        builtin.replace("template_version: 1", "template_version: 41"),
+    )
     text = render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
     assert "template version 41" in text.splitlines()[1]
     assert str(tmp_path.resolve()) in text.splitlines()[1]
 
 
-def test_override_extends_the_builtin_and_redefines_a_block(tmp_path: Path, config: SubmitConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_override_extends_the_builtin_and_redefines_a_block(
+    tmp_path: Path, config: SubmitConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write(
         tmp_path,
         "current/otlp_http+file.yaml.j2",
@@ -77,7 +110,12 @@ def test_override_extends_the_builtin_and_redefines_a_block(tmp_path: Path, conf
         + '{% extends "builtin/current/otlp_http+file.yaml.j2" %}\n'
         "{% block telemetry %}\n    logs:\n      level: info\n    metrics:\n      level: none\n{% endblock %}\n",
     )
-    monkeypatch.setenv("NEMO_GYM_OTEL_TEMPLATE_PATH", os.pathsep.join([str(tmp_path / "missing-is-ignored-not"), str(tmp_path)]).split(os.pathsep, 1)[1])
+    monkeypatch.setenv(
+        "NEMO_GYM_OTEL_TEMPLATE_PATH",
+        os.pathsep.join([str(tmp_path / "missing-is-ignored-not"), str(tmp_path)]).split(
+            os.pathsep, 1
+        )[1],
+    )
     text = render_collector_config(config, "aime25", BENCH_DIR)
     telemetry = yaml.safe_load(text)["service"]["telemetry"]
     assert telemetry == {"logs": {"level": "info"}, "metrics": {"level": "none"}}
@@ -94,14 +132,20 @@ def test_overridden_output_passes_the_same_checks(tmp_path: Path, config: Submit
     )
     with pytest.raises(CollectorConfigError) as caught:
         render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
-    assert any(v.path == "service.pipelines.traces/ingest.exporters[0]" for v in caught.value.violations)
+    assert any(
+        v.path == "service.pipelines.traces/ingest.exporters[0]" for v in caught.value.violations
+    )
     assert "current/otlp_http+file.yaml.j2" in str(caught.value)
 
 
-def test_undefined_variable_fails_instead_of_rendering_empty(tmp_path: Path, config: SubmitConfig) -> None:
+def test_undefined_variable_fails_instead_of_rendering_empty(
+    tmp_path: Path, config: SubmitConfig
+) -> None:
     write(
-        tmp_path, "current/otlp_http+file.yaml.j2",
-        front_matter("current", "otlp_http+file") + '{% extends "builtin/current/otlp_http+file.yaml.j2" %}\n'
+        tmp_path,
+        "current/otlp_http+file.yaml.j2",
+        front_matter("current", "otlp_http+file")
+        + '{% extends "builtin/current/otlp_http+file.yaml.j2" %}\n'
         "{% block telemetry %}    logs: {level: {{ log_levle | scalar }}}\n{% endblock %}\n",
     )
     with pytest.raises(TemplateError, match="log_levle"):
@@ -109,38 +153,64 @@ def test_undefined_variable_fails_instead_of_rendering_empty(tmp_path: Path, con
 
 
 def test_syntax_error_names_the_template_line(tmp_path: Path, config: SubmitConfig) -> None:
-    write(tmp_path, "current/otlp_http+file.yaml.j2", front_matter("current", "otlp_http+file") + "a: 1\n{% if %}\n")
+    write(
+        tmp_path,
+        "current/otlp_http+file.yaml.j2",
+        front_matter("current", "otlp_http+file") + "a: 1\n{% if %}\n",
+    )
     with pytest.raises(TemplateError) as caught:
         render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
     assert caught.value.path == "current/otlp_http+file.yaml.j2:10"
 
 
-def test_loader_refuses_files_outside_the_template_folder(tmp_path: Path, config: SubmitConfig) -> None:
+def test_loader_refuses_files_outside_the_template_folder(
+    tmp_path: Path, config: SubmitConfig
+) -> None:
     outside = write(tmp_path, "outside/secret.j2", "stolen: true\n")
     overrides = tmp_path / "overrides"
-    write(overrides, "current/otlp_http+file.yaml.j2", front_matter("current", "otlp_http+file") + '{% include "current/leak.j2" %}\n')
+    write(
+        overrides,
+        "current/otlp_http+file.yaml.j2",
+        front_matter("current", "otlp_http+file") + '{% include "current/leak.j2" %}\n',
+    )
     (overrides / "current" / "leak.j2").symlink_to(outside)
     with pytest.raises(TemplateError, match="outside"):
         render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[overrides])
     dotted = tmp_path / "dotted"
-    write(dotted, "current/otlp_http+file.yaml.j2", front_matter("current", "otlp_http+file") + '{% include "../outside/secret.j2" %}\n')
+    write(
+        dotted,
+        "current/otlp_http+file.yaml.j2",
+        front_matter("current", "otlp_http+file") + '{% include "../outside/secret.j2" %}\n',
+    )
     with pytest.raises(TemplateError, match="not found"):
         render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[dotted])
 
 
 def test_sandbox_blocks_python_internals(tmp_path: Path, config: SubmitConfig) -> None:
     write(
-        tmp_path, "current/otlp_http+file.yaml.j2",
-        front_matter("current", "otlp_http+file") + "{{ ''.__class__.__mro__[1].__subclasses__() }}\n",
+        tmp_path,
+        "current/otlp_http+file.yaml.j2",
+        front_matter("current", "otlp_http+file")
+        + "{{ ''.__class__.__mro__[1].__subclasses__() }}\n",
     )
     with pytest.raises(TemplateError):
         render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
 
 
-def test_template_demanding_a_newer_package_names_both_versions(tmp_path: Path, config: SubmitConfig) -> None:
-    builtin = (REPO / "templates" / "current" / "otlp_http+file.yaml.j2").read_text(encoding="utf-8")
-    write(tmp_path, "current/otlp_http+file.yaml.j2", builtin.replace("requires_package: 0.1.0", "requires_package: 9.0.0"))
-    with pytest.raises(TemplateError, match=r"needs nemo-gym-otel 9\.0\.0 or newer, but 0\.1\.0 is installed"):
+def test_template_demanding_a_newer_package_names_both_versions(
+    tmp_path: Path, config: SubmitConfig
+) -> None:
+    builtin = (REPO / "templates" / "current" / "otlp_http+file.yaml.j2").read_text(
+        encoding="utf-8"
+    )
+    write(
+        tmp_path,
+        "current/otlp_http+file.yaml.j2",
+        builtin.replace("requires_package: 0.1.0", "requires_package: 9.0.0"),
+    )
+    with pytest.raises(
+        TemplateError, match=r"needs nemo-gym-otel 9\.0\.0 or newer, but 0\.1\.0 is installed"
+    ):
         render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
 
 
@@ -149,22 +219,39 @@ def test_template_demanding_a_newer_package_names_both_versions(tmp_path: Path, 
     [
         ("a: 1\n", "no front matter"),
         (front_matter("legacy", "otlp_http+file"), "must match the file's folder"),
-        (front_matter("current", "otlp_http+file").replace("template_version: 7\n", ""), "lacks template_version"),
-        (front_matter("current", "otlp_http+file").replace("requires_package", "requires_pkg"), "unknown front-matter line"),
+        (
+            front_matter("current", "otlp_http+file").replace("template_version: 7\n", ""),
+            "lacks template_version",
+        ),
+        (
+            front_matter("current", "otlp_http+file").replace("requires_package", "requires_pkg"),
+            "unknown front-matter line",
+        ),
         (front_matter("current", "otlp_http+file", collector_min="latest"), "not a release"),
-        (front_matter("current", "otlp_http+file", collector_min="0.150.0"), "all templates of line 'current' must agree"),
+        (
+            front_matter("current", "otlp_http+file", collector_min="0.150.0"),
+            "all templates of line 'current' must agree",
+        ),
     ],
 )
 def test_bad_front_matter(tmp_path: Path, config: SubmitConfig, text: str, message: str) -> None:
-    write(tmp_path, "current/otlp_http+file.yaml.j2", text + '{% extends "builtin/current/otlp_http+file.yaml.j2" %}\n')
+    write(
+        tmp_path,
+        "current/otlp_http+file.yaml.j2",
+        text + '{% extends "builtin/current/otlp_http+file.yaml.j2" %}\n',
+    )
     with pytest.raises(TemplateError, match=message):
         render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
 
 
 def test_overlapping_lines_are_refused(tmp_path: Path, config: SubmitConfig) -> None:
     for combination in ("otlp_http+file", "otlp_http", "file"):
-        write(tmp_path, f"vendor/{combination}.yaml.j2", front_matter("vendor", combination, collector_min="0.150.0", collector_max="0.160.0")
-              + f'{{% extends "builtin/current/{combination}.yaml.j2" %}}\n')
+        write(
+            tmp_path,
+            f"vendor/{combination}.yaml.j2",
+            front_matter("vendor", combination, collector_min="0.150.0", collector_max="0.160.0")
+            + f'{{% extends "builtin/current/{combination}.yaml.j2" %}}\n',
+        )
     with pytest.raises(TemplateError, match="overlaps"):
         render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
 

@@ -33,27 +33,77 @@ free_text = st.text(
     max_size=40,
 )
 tricky = st.sampled_from(
-    ['"', "'", ":", ": ", "#", " #", "&a", "*a", "!tag", "{", "}", "[", "]", "$", "$$", "${env:HOME}",
-     "${HOME}", "$${x}", "{{ x }}", "{% if %}", "\\", "\\n", "ü", "模型", "🚀", "\u2028", "\ufeff", " ", "-", "?"]
+    [
+        '"',
+        "'",
+        ":",
+        ": ",
+        "#",
+        " #",
+        "&a",
+        "*a",
+        "!tag",
+        "{",
+        "}",
+        "[",
+        "]",
+        "$",
+        "$$",
+        "${env:HOME}",
+        "${HOME}",
+        "$${x}",
+        "{{ x }}",
+        "{% if %}",
+        "\\",
+        "\\n",
+        "ü",
+        "模型",
+        "🚀",
+        "\u2028",
+        "\ufeff",
+        " ",
+        "-",
+        "?",
+    ]
 )
-user_text = st.one_of(free_text, st.lists(st.one_of(tricky, free_text), min_size=1, max_size=5).map("".join))
+user_text = st.one_of(
+    free_text, st.lists(st.one_of(tricky, free_text), min_size=1, max_size=5).map("".join)
+)
 # Path segments: anything but "/" and NUL (which POSIX forbids) and the dot entries.
 segment = user_text.map(lambda s: s.replace("/", "_")).filter(lambda s: s not in (".", ".."))
 
 
 def _attributes(parsed: dict) -> dict:
-    return {a["key"]: a["value"] for a in parsed["processors"]["resource/job"]["attributes"] if "value" in a}
+    return {
+        a["key"]: a["value"]
+        for a in parsed["processors"]["resource/job"]["attributes"]
+        if "value" in a
+    }
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
-    model=user_text, benchmark=user_text, gym_job_id=segment, output_leaf=segment,
-    service_name=user_text, component=user_text, url_path=user_text.map(lambda s: "".join("_" if c.isspace() else c for c in s)),
+    model=user_text,
+    benchmark=user_text,
+    gym_job_id=segment,
+    output_leaf=segment,
+    service_name=user_text,
+    component=user_text,
+    url_path=user_text.map(lambda s: "".join("_" if c.isspace() else c for c in s)),
     line=st.sampled_from(sorted(line_versions())),
 )
 def test_user_strings_survive_rendering_and_collector_expansion(
-    example_mapping: dict, model: str, benchmark: str, gym_job_id: str, output_leaf: str,
-    service_name: str, component: str, url_path: str, line: str,
+    example_mapping: dict,
+    model: str,
+    benchmark: str,
+    gym_job_id: str,
+    output_leaf: str,
+    service_name: str,
+    component: str,
+    url_path: str,
+    line: str,
 ) -> None:
     mapping = copy.deepcopy(example_mapping)
     mapping["services"]["policy"]["served_model_name"] = model
@@ -88,13 +138,18 @@ def test_user_strings_survive_rendering_and_collector_expansion(
 @pytest.mark.parametrize(
     ("key", "edit"),
     [
-        ("services.policy.served_model_name", lambda m: m["services"]["policy"].update(served_model_name="a\nb")),
+        (
+            "services.policy.served_model_name",
+            lambda m: m["services"]["policy"].update(served_model_name="a\nb"),
+        ),
         ("otel.component", lambda m: m["otel"].update(component="tab\there")),
         ("otel.service_name", lambda m: m["otel"].update(service_name="bell\x07")),
         ("remote_bench_dir", lambda m: m["job"].update(output_path="/runs\r")),
     ],
 )
-def test_control_characters_are_refused_naming_the_key(example_mapping: dict, key: str, edit) -> None:
+def test_control_characters_are_refused_naming_the_key(
+    example_mapping: dict, key: str, edit
+) -> None:
     edit(example_mapping)
     config = SubmitConfig.from_dict(example_mapping)
     with pytest.raises(SubmitConfigError, match="control character") as caught:
@@ -116,7 +171,9 @@ def test_hostile_fixture_reaches_collector_verbatim() -> None:
     config = SubmitConfig.from_dict(source)
     benchmark = next(iter(source["driver"]["benchmarks"]))
     bench_dir = f"{source['job']['output_path']}/g1/{benchmark}"
-    seen = expand_tree(yaml.safe_load(render_collector_config(config, benchmark, bench_dir)), COLLECTOR_ENV)
+    seen = expand_tree(
+        yaml.safe_load(render_collector_config(config, benchmark, bench_dir)), COLLECTOR_ENV
+    )
     attributes = _attributes(seen)
     assert attributes["model"] == source["services"]["policy"]["served_model_name"]
     assert attributes["benchmark"] == benchmark

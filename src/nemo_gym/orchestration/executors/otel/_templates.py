@@ -263,7 +263,10 @@ class TemplateSet:
                 f"{exc.name or info.name}:{exc.lineno}", f"{exc.message}; fix the template syntax"
             ) from None
         except TemplateNotFound as exc:
-            raise TemplateError(info.name, f"includes or extends {exc.name!r}, which is not found in the search path; fix the name") from None
+            raise TemplateError(
+                info.name,
+                f"includes or extends {exc.name!r}, which is not found in the search path; fix the name",
+            ) from None
         except UndefinedError as exc:
             raise TemplateError(
                 info.name, f"{exc.message}; use only the documented template variables"
@@ -298,6 +301,7 @@ def _make_environment(templates: TemplateSet) -> Any:
         lstrip_blocks=True,
         auto_reload=False,
     )
+
     def scalar_filter(value: Any) -> str:
         if isinstance(value, Undefined):
             value._fail_with_undefined_error()  # raises UndefinedError naming the variable
