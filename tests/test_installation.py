@@ -12,7 +12,11 @@ PACKAGE = resources.files("nemo_gym.orchestration.executors.otel")
 
 @pytest.mark.parametrize("folder", ["templates", "schemas"])
 def test_installed_resources_match_the_checkout(folder: str) -> None:
-    checkout = {p.relative_to(REPO / folder).as_posix(): p.read_bytes() for p in (REPO / folder).rglob("*") if p.is_file()}
+    checkout = {
+        p.relative_to(REPO / folder).as_posix(): p.read_bytes()
+        for p in (REPO / folder).rglob("*")
+        if p.is_file()
+    }
     installed = {}
     stack = [(PACKAGE / folder, "")]
     while stack:
@@ -23,5 +27,9 @@ def test_installed_resources_match_the_checkout(folder: str) -> None:
                 stack.append((child, f"{name}/"))
             else:
                 installed[name] = child.read_bytes()
-    stale = sorted(k for k in checkout.keys() | installed.keys() if checkout.get(k) != installed.get(k))
-    assert not stale, f"installed {folder}/ differs from the checkout in {stale}: run `pip install '.[test]'` again"
+    stale = sorted(
+        k for k in checkout.keys() | installed.keys() if checkout.get(k) != installed.get(k)
+    )
+    assert not stale, (
+        f"installed {folder}/ differs from the checkout in {stale}: run `pip install '.[test]'` again"
+    )

@@ -25,7 +25,9 @@ def collector_lines() -> list[str]:
 @functools.cache
 def _build(line: str) -> tuple[Path | None, str]:
     try:
-        result = subprocess.run([str(BUILD), line], capture_output=True, text=True, timeout=1800, check=False)
+        result = subprocess.run(
+            [str(BUILD), line], capture_output=True, text=True, timeout=1800, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, str(exc)
     if result.returncode != 0:
@@ -45,5 +47,9 @@ def collector_binary(line: str) -> Path:
 
 def run_validate(binary: Path, config_path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(binary), "validate", "--config", str(config_path)], capture_output=True, text=True, timeout=60, check=False
+        [str(binary), "validate", "--config", str(config_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )

@@ -1,0 +1,1 @@
+"""Benchmarks of the renderer and of the collector it configures: ``python -m benchmarks``."""

@@ -1,0 +1,103 @@
+"""``python -m benchmarks [--quick] [--json FILE] [--only NAME ...]``: print a table, write JSON.
+
+Every comparison is measured side by side in this run; no figure is compared with one from
+another day.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+from ._stats import Sample, describe, table
+
+SUITES = ("render", "write", "import", "collector")
+
+
+def _machine() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Sample):
+        return value.as_dict()
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer repeats (a smoke run, not figures to publish)"
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=Path("benchmarks/results.json"),
+        help="where to write the results",
+    )
+    parser.add_argument("--only", nargs="+", choices=SUITES, default=list(SUITES))
+    args = parser.parse_args(argv)
+    repeats = 5 if args.quick else 21
+    results: dict[str, Any] = {"machine": _machine()}
+    rows: list[tuple[str, str]] = []
+
+    if "render" in args.only:
+        from .render import render_path
+
+        results["render"] = render_path(repeats)
+        for label, r in results["render"].items():
+            rows += [
+                (f"render+validate, {label}", describe(r["render"])),
+                (f"dict + yaml.safe_dump, {label}", describe(r["baseline"])),
+                (
+                    f"ratio (goal <= 1.0), {label}",
+                    describe(r["ratio"]) + ("" if r["same_document"] else "  DOCUMENTS DIFFER"),
+                ),
+            ]
+    if "write" in args.only:
+        from .render import bulk_write
+
+        results["write"] = bulk_write(500)
+        w = results["write"]
+        rows += [
+            (f"500 jobs written (goal < 2 s), {w['written']} files", f"{w['total_s']:.3f} s"),
+            ("per job", describe(w["per_job"])),
+        ]
+    if "import" in args.only:
+        from .render import import_cost
+
+        results["import"] = import_cost(11 if args.quick else 21)
+        i = results["import"]
+        rows += [
+            ("bare interpreter", describe(i["bare"], 1)),
+            ("interpreter + import otel", describe(i["import"], 1)),
+            ("import adds (goal < 30 ms)", f"{i['added_ms']:.1f} ms"),
+        ]
+    if "collector" in args.only:
+        from .collector_load import collector_load
+
+        results["collector"] = collector_load(quick=args.quick)
+        rows += results["collector"].pop("rows")
+
+    print(table(rows))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(_jsonable(results), indent=2) + "\n", encoding="utf-8")
+    print(f"\nwritten: {args.json}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""Render path, bulk writes and import cost (issue 4, benchmarks 1-3)."""
+
+from __future__ import annotations
+
+import copy
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nemo_gym.orchestration.api import SubmitConfig
+from nemo_gym.orchestration.executors import otel
+from nemo_gym.orchestration.executors.otel._context import policy_model_name, submitting_user
+
+from ._stats import Sample, time_calls
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "submit.yaml"
+BENCH_DIR = "/lustre/runs/gym-bench-0001/aime25"
+
+
+def large_mapping(services: int = 32) -> dict[str, Any]:
+    """The bundled example with 32 model services and both node exporters."""
+    mapping = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    template = mapping["services"]["judge"]
+    mapping["services"] = {
+        f"model{i:02d}": copy.deepcopy(template)
+        | {"port": 8000 + i, "served_model_name": f"model-{i:02d}"}
+        for i in range(services)
+    }
+    mapping["driver"]["policy_model"] = "model00"
+    mapping["otel"].update(gpu_metrics_port=9400, node_metrics_port=9100)
+    return mapping
+
+
+def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[str, Any]:
+    """The collector document built as a Python dict, as the original module did (no checks)."""
+    o = config.otel
+    signals = ("traces", "metrics", "logs")
+    keys = {"traces": "trace_statements", "metrics": "metric_statements", "logs": "log_statements"}
+    keep = 'set(attributes["service.name.override"], attributes["service.name"]) where attributes["service.name.override"] == nil and attributes["service.name"] != nil'
+    jobs = [
+        {
+            "job_name": f"{o.component}/{name}",
+            "scrape_interval": f"{o.scrape_interval_seconds}s",
+            "scrape_timeout": f"{min(o.scrape_interval_seconds, 10)}s",
+            "static_configs": [{"targets": [f"localhost:{port}"], "labels": {"gym_service": name}}],
+        }
+        for name, port in otel.scrape_targets(config).items()
+    ]
+    for job, port in (("dcgm", o.gpu_metrics_port), ("node", o.node_metrics_port)):
+        if port is not None:
+            jobs.append(
+                {
+                    "job_name": job,
+                    "scrape_interval": f"{o.scrape_interval_seconds}s",
+                    "scrape_timeout": f"{min(o.scrape_interval_seconds, 10)}s",
+                    "static_configs": [{"targets": [f"localhost:{port}"]}],
+                }
+            )
+    attributes = [
+        {"key": k, "value": v, "action": "upsert"}
+        for k, v in (
+            ("service.name", o.service_name),
+            ("user", submitting_user()),
+            ("run_id", Path(bench_dir).parent.name),
+            ("slurm_job_id", "${env:SLURM_JOB_ID}"),
+            ("benchmark", benchmark),
+            ("cluster", config.cluster),
+            ("model", policy_model_name(config)),
+        )
+        if v is not None
+    ] + [{"key": "slurm_job_id", "action": "convert", "converted_type": "string"}]
+    tenant = f'set(attributes["Authorization"], "${{env:{o.token_env}}}")'
+    pipelines: dict[str, Any] = {}
+    for s in signals:
+        pipelines[f"{s}/ingest"] = {
+            "receivers": ["otlp", "prometheus", "span_metrics"] if s == "metrics" else ["otlp"],
+            "processors": [
+                "transform/keep_service_name",
+                *(["transform/metric_names"] if s == "metrics" else []),
+                "resource/job",
+                "batch",
+            ],
+            "exporters": [f"forward/{s}", *(["span_metrics"] if s == "traces" else [])],
+        }
+        pipelines[f"{s}/backend"] = {
+            "receivers": [f"forward/{s}"],
+            "processors": ["transform/tenant"],
+            "exporters": ["otlp_http/backend"],
+        }
+        pipelines[f"{s}/files"] = {"receivers": [f"forward/{s}"], "exporters": [f"file/{s}"]}
+    return {
+        "extensions": {"health_check": {"endpoint": "localhost:13133"}},
+        "receivers": {
+            "otlp": {
+                "protocols": {
+                    "grpc": {"endpoint": "localhost:4317"},
+                    "http": {"endpoint": "localhost:4318"},
+                }
+            },
+            "prometheus": {"config": {"scrape_configs": jobs}},
+        },
+        "processors": {
+            "transform/keep_service_name": {
+                "error_mode": "ignore",
+                **{keys[s]: [{"context": "resource", "statements": [keep]}] for s in signals},
+            },
+            "transform/metric_names": {
+                "error_mode": "ignore",
+                "metric_statements": [
+                    {
+                        "context": "metric",
+                        "statements": [
+                            'replace_pattern(name, "^([a-zA-Z_][a-zA-Z0-9_]*):", "$${1}_")'
+                        ],
+                    }
+                ],
+            },
+            "resource/job": {"attributes": attributes},
+            "transform/tenant": {
+                "error_mode": "propagate",
+                **{keys[s]: [{"context": "resource", "statements": [tenant]}] for s in signals},
+            },
+            "batch": None,
+        },
+        "connectors": {
+            "span_metrics": {
+                "histogram": {
+                    "explicit": {
+                        "buckets": [
+                            "250ms",
+                            "1s",
+                            "2s",
+                            "5s",
+                            "10s",
+                            "30s",
+                            "60s",
+                            "120s",
+                            "300s",
+                            "600s",
+                            "1800s",
+                        ]
+                    }
+                },
+                "dimensions": [
+                    {"name": "service.name.override"},
+                    {"name": "nemo.gym.sandbox.provider"},
+                ],
+                "metrics_flush_interval": f"{o.scrape_interval_seconds}s",
+            },
+            **{f"forward/{s}": None for s in signals},
+        },
+        "exporters": {
+            "otlp_http/backend": {
+                "endpoint": o.endpoint,
+                "headers": {"Authorization": f"Bearer ${{env:{o.token_env}}}"},
+                "retry_on_failure": {
+                    "enabled": True,
+                    "initial_interval": "5s",
+                    "max_interval": "30s",
+                    "max_elapsed_time": "300s",
+                },
+                "sending_queue": {"enabled": True, "queue_size": 1000},
+            },
+            **{
+                f"file/{s}": {"path": f"{bench_dir}/otel/{s}.jsonl", "format": "json"}
+                for s in signals
+            },
+        },
+        "service": {
+            "extensions": ["health_check"],
+            "telemetry": {"logs": {"level": "debug"}},
+            "pipelines": pipelines,
+        },
+    }
+
+
+def render_path(repeats: int) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for label, mapping in (
+        ("example", yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))),
+        ("large (32 services)", large_mapping()),
+    ):
+        config = SubmitConfig.from_dict(mapping)
+        ours = otel.render_collector_config(config, "aime25", BENCH_DIR)
+        baseline_text = yaml.safe_dump(dict_document(config, "aime25", BENCH_DIR), sort_keys=False)
+        same = yaml.safe_load(ours) == yaml.safe_load(baseline_text)
+        # Interleave the two so both see the same machine state.
+        rendered, dumped = [], []
+        for _ in range(repeats):
+            rendered.append(
+                time_calls(
+                    "render",
+                    lambda c=config: otel.render_collector_config(c, "aime25", BENCH_DIR),
+                    1,
+                    20,
+                ).values[0]
+            )
+            dumped.append(
+                time_calls(
+                    "dump",
+                    lambda c=config: yaml.safe_dump(
+                        dict_document(c, "aime25", BENCH_DIR), sort_keys=False
+                    ),
+                    1,
+                    20,
+                ).values[0]
+            )
+        render_sample = Sample(f"render+validate {label}", "ms", tuple(rendered))
+        dump_sample = Sample(f"dict+safe_dump {label}", "ms", tuple(dumped))
+        ratios = [r / d for r, d in zip(rendered, dumped, strict=True)]
+        results[label] = {
+            "render": render_sample,
+            "baseline": dump_sample,
+            "ratio": Sample(f"ratio {label}", "x", tuple(ratios)),
+            "same_document": same,
+        }
+    return results
+
+
+def bulk_write(jobs: int) -> dict[str, Any]:
+    config = SubmitConfig.from_dict(yaml.safe_load(EXAMPLE.read_text(encoding="utf-8")))
+    benchmarks = list(config.driver.benchmarks)
+    with tempfile.TemporaryDirectory() as root:
+        per_job = []
+        start = time.perf_counter()
+        for i in range(jobs):
+            benchmark = benchmarks[i % len(benchmarks)]
+            t0 = time.perf_counter()
+            otel.write_collector_config(config, benchmark, f"{root}/runs/gym-{i:04d}/{benchmark}")
+            per_job.append((time.perf_counter() - t0) * 1000)
+        total = time.perf_counter() - start
+        written = len(list(Path(root).glob("runs/*/*/otel/collector.yaml")))
+    return {
+        "total_s": total,
+        "per_job": Sample("write_collector_config per job", "ms", tuple(per_job)),
+        "written": written,
+    }
+
+
+def import_cost(runs: int) -> dict[str, Any]:
+    """A fresh interpreter importing the module, against one that imports nothing, interleaved."""
+    bare, loaded = [], []
+    for _ in range(runs):
+        for command, into in (
+            ("pass", bare),
+            ("import nemo_gym.orchestration.executors.otel", loaded),
+        ):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", command], check=True)
+            into.append((time.perf_counter() - start) * 1000)
+    added = [statistics.median(loaded) - statistics.median(bare)]
+    return {
+        "bare": Sample("bare interpreter", "ms", tuple(bare)),
+        "import": Sample("interpreter + import", "ms", tuple(loaded)),
+        "added_ms": added[0],
+    }

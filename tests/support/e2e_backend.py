@@ -1,0 +1,218 @@
+"""A backend like production: an OTLP/HTTP server behind the tenant-routing proxy.
+
+The proxy answers 200 to every request, but forwards a payload to the backend only when every
+resource in it carries the ``Authorization`` attribute equal to the ingest token; anything else
+is counted as dropped and silently lost, exactly the failure the package exists to prevent. It
+records every ``Authorization`` header it sees, and can be switched to answer 503 (an outage).
+Both listen on 127.0.0.1 on ports the kernel picks.
+"""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import threading
+import zlib
+from collections import Counter
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from .e2e_otlp import TENANT_ATTRIBUTE, attributes_of, items_of, parse_otlp_json, resource_groups
+from .e2e_services import LoopbackServer
+
+# OTLP/HTTP paths to (signal, request message, response message).
+ROUTES = {
+    "/v1/traces": ("traces", ExportTraceServiceRequest, ExportTraceServiceResponse),
+    "/v1/metrics": ("metrics", ExportMetricsServiceRequest, ExportMetricsServiceResponse),
+    "/v1/logs": ("logs", ExportLogsServiceRequest, ExportLogsServiceResponse),
+}
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+
+
+class BadRequest(Exception):
+    pass
+
+
+def media_type(headers: Any) -> str:
+    return (headers.get("Content-Type") or PROTOBUF).split(";")[0].strip().lower()
+
+
+def decode_body(headers: Any, body: bytes, message_type: type) -> Any:
+    """An OTLP/HTTP request body (protobuf or JSON, gzip/deflate or not) as its proto message."""
+    encoding = (headers.get("Content-Encoding") or "identity").lower()
+    try:
+        if encoding == "gzip":
+            body = gzip.decompress(body)
+        elif encoding == "deflate":
+            body = zlib.decompress(body)
+        elif encoding != "identity":
+            raise BadRequest(f"unsupported Content-Encoding {encoding}")
+        content_type = media_type(headers)
+        if content_type == JSON:
+            return parse_otlp_json(body.decode("utf-8"), message_type)
+        if content_type != PROTOBUF:
+            raise BadRequest(f"unsupported Content-Type {content_type}")
+        message = message_type()
+        message.ParseFromString(body)
+        return message
+    except (OSError, EOFError, zlib.error, DecodeError, ValueError, json_format.ParseError) as exc:
+        raise BadRequest(f"undecodable body: {exc}") from exc
+
+
+def encode_response(content_type: str, message: Any) -> bytes:
+    if content_type == JSON:
+        return json_format.MessageToJson(message).encode()
+    return message.SerializeToString()
+
+
+def _handler(serve: Callable[[BaseHTTPRequestHandler, str, bytes], tuple[int, str, bytes]]) -> type:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length)
+            status, content_type, payload = serve(self, self.path, body)
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            pass
+
+    return Handler
+
+
+class OtlpBackend:
+    """Keeps every request it receives, decoded; answers like an OTLP/HTTP receiver."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.requests: dict[str, list[Any]] = {signal: [] for signal, _, _ in ROUTES.values()}
+        self._server = LoopbackServer(_handler(self._serve))
+
+    @property
+    def port(self) -> int:
+        return self._server.port
+
+    def _serve(
+        self, handler: BaseHTTPRequestHandler, path: str, body: bytes
+    ) -> tuple[int, str, bytes]:
+        if path not in ROUTES:
+            return 404, "text/plain", b"unknown path"
+        signal, request_type, response_type = ROUTES[path]
+        content_type = media_type(handler.headers)
+        try:
+            message = decode_body(handler.headers, body, request_type)
+        except BadRequest as exc:
+            return 400, "text/plain", str(exc).encode()
+        with self._lock:
+            self.requests[signal].append(message)
+        return 200, content_type, encode_response(content_type, response_type())
+
+    def items(self, signal: str) -> list[Any]:
+        with self._lock:
+            messages = list(self.requests[signal])
+        groups = [group for message in messages for group in resource_groups(signal, message)]
+        return items_of(signal, groups)
+
+    def close(self) -> None:
+        self._server.close()
+
+
+class RoutingProxy:
+    """The tenant-routing proxy in front of ``backend``: 200 always, forwards only tenant payloads."""
+
+    def __init__(self, backend: OtlpBackend, token: str) -> None:
+        self._backend = backend
+        self._token = token
+        self._lock = threading.Lock()
+        self._outage = False
+        self.headers: list[str | None] = []  # every Authorization header, in arrival order
+        self.kept: Counter[str] = Counter()
+        self.dropped: Counter[str] = Counter()
+        self.refused: Counter[str] = Counter()  # answered 503 during an outage
+        self._server = LoopbackServer(_handler(self._serve))
+
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    def start_outage(self) -> None:
+        with self._lock:
+            self._outage = True
+
+    def end_outage(self) -> None:
+        with self._lock:
+            self._outage = False
+
+    def _has_tenant(self, signal: str, message: Any) -> bool:
+        return all(
+            attributes_of(group.resource.attributes).get(TENANT_ATTRIBUTE) == self._token
+            for group in resource_groups(signal, message)
+        )
+
+    def _serve(
+        self, handler: BaseHTTPRequestHandler, path: str, body: bytes
+    ) -> tuple[int, str, bytes]:
+        with self._lock:
+            self.headers.append(handler.headers.get("Authorization"))
+            outage = self._outage
+        if path not in ROUTES:
+            return 404, "text/plain", b"unknown path"
+        signal, request_type, response_type = ROUTES[path]
+        if outage:
+            with self._lock:
+                self.refused[signal] += 1
+            return 503, "text/plain", b"backend unavailable"
+        content_type = media_type(handler.headers)
+        try:
+            message = decode_body(handler.headers, body, request_type)
+        except BadRequest:
+            message = None
+        if message is None or not self._has_tenant(signal, message):
+            with self._lock:
+                self.dropped[signal] += 1
+            return 200, content_type, encode_response(content_type, response_type())
+        status, reply_type, reply = self._forward(handler, path, body)
+        with self._lock:
+            self.kept[signal] += 1
+        return status, reply_type, reply
+
+    def _forward(
+        self, handler: BaseHTTPRequestHandler, path: str, body: bytes
+    ) -> tuple[int, str, bytes]:
+        connection = http.client.HTTPConnection("127.0.0.1", self._backend.port, timeout=10)
+        try:
+            headers = {
+                name: handler.headers[name]
+                for name in ("Content-Type", "Content-Encoding", "Authorization")
+                if handler.headers.get(name) is not None
+            }
+            connection.request("POST", path, body=body, headers=headers)
+            response = connection.getresponse()
+            return response.status, response.getheader("Content-Type") or PROTOBUF, response.read()
+        finally:
+            connection.close()
+
+    def close(self) -> None:
+        self._server.close()

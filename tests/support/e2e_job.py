@@ -1,0 +1,443 @@
+"""One benchmark job as on a compute node, from the rendered config to the stopped collector.
+
+``run_job`` renders ``<job dir>/otel/collector.yaml`` with the package's public API, starts the
+real collector from it (the token and ``SLURM_JOB_ID`` in its environment, its output in a file
+outside the job directory), waits for its health check, lets the model service take traffic and
+the producers send, and stops the collector the way the executor does: one more scrape interval
+after the producers have finished, then TERM, then up to ``SHUTDOWN_WAIT_SECONDS`` for it to
+exit. Everything is on loopback and every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from nemo_gym.orchestration.executors.otel import (
+    COLLECTOR_HEALTH_PORT,
+    OTLP_GRPC_PORT,
+    OTLP_HTTP_PORT,
+    SHUTDOWN_WAIT_SECONDS,
+    SubmitConfig,
+    driver_telemetry_env,
+    write_collector_config,
+)
+
+from .e2e_backend import OtlpBackend, RoutingProxy
+from .e2e_otlp import SIGNALS, comparable, read_jsonl
+from .e2e_services import REPO, FixtureExporter, ModelService
+
+PRODUCER_SCRIPT = Path(__file__).with_name("e2e_producer.py")
+TOKEN_ENV = "E2E_INGEST_TOKEN"
+SLURM_JOB_ID = "4242"
+CLUSTER = "eos-e2e"
+SERVICE_NAME = "nemo-gym-eval"
+SCRAPE_INTERVAL_SECONDS = 2
+# The executor keeps the collector FINAL_SCRAPE_GRACE_SECONDS (20) after the driver, which the
+# renderer keeps at least one scrape interval (15s by default); here: one interval plus a margin.
+GRACE_SECONDS = SCRAPE_INTERVAL_SECONDS + 1
+HEALTH_TIMEOUT_SECONDS = 60
+PRODUCER_TIMEOUT_SECONDS = 90
+
+
+@dataclass(frozen=True)
+class Producer:
+    """One of the job's processes: its own service.name, and what it sends per round."""
+
+    service_name: str
+    spans: int
+    logs: int
+    sandbox_provider: str | None = None
+
+
+PRODUCERS = (
+    Producer("gym-head-server", spans=6, logs=5),
+    Producer("gym-resources-server", spans=5, logs=4, sandbox_provider="ray"),
+    Producer("gym-agent-server", spans=4, logs=3, sandbox_provider="docker"),
+)
+ROUNDS = 2
+# The scrape jobs (``<otel.component>/<service>``, dcgm, node): the Prometheus receiver makes
+# each job's name the service.name of what it scrapes.
+SCRAPE_JOBS = ("gym-vllm/policy", "gym-vllm/judge", "dcgm", "node")
+
+
+def collector_release(line: str) -> str:
+    """The release a line's binary is built at (its manifest's ``dist.version``)."""
+    manifest = yaml.safe_load((REPO / "collector" / line / "manifest.yaml").read_text("utf-8"))
+    return str(manifest["dist"]["version"])
+
+
+@dataclass(frozen=True)
+class Job:
+    """What varies between the end-to-end runs."""
+
+    line: str
+    exporters: tuple[str, ...]
+    token: str
+    gym_job_id: str = "e2e-job-1"
+    benchmark: str = "aime25"
+    model_name: str = "qwen3-30b-a3b"
+
+    def config_dict(
+        self, output_path: Path, ports: dict[str, int], endpoint: str | None
+    ) -> dict[str, Any]:
+        return {
+            "services": {
+                "policy": {
+                    "type": "vllm",
+                    "model": "Qwen/Qwen3-30B-A3B-Instruct-2507",
+                    "served_model_name": self.model_name,
+                    "port": ports["policy"],
+                },
+                "judge": {
+                    "type": "vllm",
+                    "model": "meta-llama/Llama-3.3-70B-Instruct",
+                    "port": ports["judge"],
+                },
+                "sandbox": {"type": "ray"},
+            },
+            "compute": {CLUSTER: {"type": "slurm", "account": "nemo_gym_eval"}},
+            "driver": {
+                "policy_model": "policy",
+                "gym_install": {"repo": "https://github.com/NVIDIA-NeMo/gym", "ref": "v0.4.1"},
+                "benchmarks": {self.benchmark: {}},
+            },
+            "job": {"output_path": str(output_path)},
+            "otel": {
+                "exporters": list(self.exporters),
+                "collector_version": collector_release(self.line),
+                "endpoint": endpoint,
+                "service_name": SERVICE_NAME,
+                "token_env": TOKEN_ENV,
+                "scrape_interval_seconds": SCRAPE_INTERVAL_SECONDS,
+                "gpu_metrics_port": ports["dcgm"],
+                "node_metrics_port": ports["node"],
+            },
+        }
+
+
+@dataclass
+class Result:
+    """Everything a run left behind, for the assertions."""
+
+    job: Job
+    job_dir: Path
+    otel_dir: Path
+    config_path: Path
+    collector_log: Path
+    exit_code: int
+    sent: dict[str, dict[str, Any]]  # producer service.name -> its report
+    backend: OtlpBackend | None
+    proxy: RoutingProxy | None
+    model: ModelService
+    exporters: dict[str, FixtureExporter]
+    user: str = field(default_factory=getpass.getuser)
+
+    def file_items(self, signal_name: str) -> list[Any]:
+        return read_jsonl(self.otel_dir / f"{signal_name}.jsonl", signal_name)
+
+    def backend_items(self, signal_name: str) -> list[Any]:
+        assert self.backend is not None
+        return self.backend.items(signal_name)
+
+
+def wait_for(
+    predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.1
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def _require_free(port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # Like the collector's own listener: a closed connection in TIME_WAIT does not count.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            pytest.fail(
+                f"port {port} is in use: the templates fix it, so stop whatever holds it (another collector?)"
+            )
+
+
+def _health_ok() -> bool:
+    try:
+        with urllib.request.urlopen(
+            f"http://localhost:{COLLECTOR_HEALTH_PORT}/", timeout=2
+        ) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+
+def collector_command(binary: Path, config_path: Path) -> list[str]:
+    """The collector's command line. The config is passed as a ``file:`` URI: a bare path that
+    holds a ':' (a job directory may) is read as a URI of another scheme ("Error: invalid uri")."""
+    return [str(binary), "--config", f"file:{config_path}"]
+
+
+class Collector:
+    """The real collector process, started and stopped like the executor does it."""
+
+    def __init__(
+        self, binary: Path, config_path: Path, env: dict[str, str], cwd: Path, log_path: Path
+    ) -> None:
+        self.log_path = log_path
+        self._log = log_path.open("wb")
+        self.process = subprocess.Popen(
+            collector_command(binary, config_path),
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def wait_healthy(self) -> None:
+        def healthy() -> bool:
+            if self.process.poll() is not None:
+                pytest.fail(
+                    f"the collector exited with {self.process.returncode} before it was healthy:\n{_tail(self.log_path)}"
+                )
+            return _health_ok()
+
+        wait_for(
+            healthy,
+            HEALTH_TIMEOUT_SECONDS,
+            f"the collector's health check on port {COLLECTOR_HEALTH_PORT}",
+        )
+
+    def stop(self) -> int:
+        """TERM, then up to SHUTDOWN_WAIT_SECONDS for the collector to flush and exit."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=SHUTDOWN_WAIT_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                pytest.fail(
+                    f"the collector did not exit within {SHUTDOWN_WAIT_SECONDS}s of TERM:\n{_tail(self.log_path)}"
+                )
+        self._log.close()
+        return self.process.returncode
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self._log.close()
+
+
+def _producer_env(gym_job_id: str, service_name: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and k != TOKEN_ENV}
+    env.update(driver_telemetry_env(gym_job_id, "default,verify", logs=True))
+    env["OTEL_SERVICE_NAME"] = service_name
+    return env
+
+
+class Producers:
+    """The job's own processes, one subprocess per service.name (see e2e_producer.py)."""
+
+    def __init__(self, gym_job_id: str, log_dir: Path) -> None:
+        self.processes: dict[str, subprocess.Popen[str]] = {}
+        self.stderr: dict[str, Path] = {}
+        self._lines: dict[str, queue.Queue[str]] = {}
+        for producer in PRODUCERS:
+            command = [
+                sys.executable,
+                str(PRODUCER_SCRIPT),
+                f"--spans={producer.spans}",
+                f"--logs={producer.logs}",
+                f"--rounds={ROUNDS}",
+            ]
+            if producer.sandbox_provider:
+                command.append(f"--sandbox-provider={producer.sandbox_provider}")
+            name = producer.service_name
+            self.stderr[name] = log_dir / f"{name}.stderr"
+            with self.stderr[name].open("w") as stderr:
+                self.processes[name] = subprocess.Popen(
+                    command,
+                    env=_producer_env(gym_job_id, name),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=stderr,
+                    text=True,
+                )
+            self._lines[name] = queue.Queue()
+            threading.Thread(target=self._read, args=(name,), daemon=True).start()
+
+    def _read(self, name: str) -> None:
+        stdout = self.processes[name].stdout
+        assert stdout is not None
+        for line in stdout:
+            self._lines[name].put(line)
+        self._lines[name].put("")  # end of output
+
+    def _report(self, name: str, expected: str) -> dict[str, Any]:
+        try:
+            line = self._lines[name].get(timeout=PRODUCER_TIMEOUT_SECONDS)
+        except queue.Empty:
+            pytest.fail(
+                f"producer {name} said nothing for {PRODUCER_TIMEOUT_SECONDS}s:\n{_tail(self.stderr[name])}"
+            )
+        if not line:
+            self.processes[name].wait(timeout=10)
+            pytest.fail(
+                f"producer {name} exited with {self.processes[name].returncode}:\n{_tail(self.stderr[name])}"
+            )
+        report = json.loads(line)
+        assert report["phase"] == expected, (name, report["phase"])
+        assert report["failures"] == [], (
+            f"producer {name}: {report['failures']}\n{_tail(self.stderr[name])}"
+        )
+        return report
+
+    def wait_ready(self) -> dict[str, dict[str, Any]]:
+        """The reports after every producer's rounds, before its last batch."""
+        return {name: self._report(name, "ready") for name in self.processes}
+
+    def finish(self) -> dict[str, dict[str, Any]]:
+        """Send the last batch everywhere, wait for every producer to exit, return the reports."""
+        for process in self.processes.values():
+            assert process.stdin is not None
+            process.stdin.write("last\n")
+            process.stdin.close()
+        reports = {name: self._report(name, "done") for name in self.processes}
+        for name, process in self.processes.items():
+            process.wait(timeout=PRODUCER_TIMEOUT_SECONDS)
+            assert process.returncode == 0, f"producer {name}:\n{_tail(self.stderr[name])}"
+        return reports
+
+    def kill(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def running(*things: Any) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        for thing in things:
+            if thing is not None:
+                (getattr(thing, "kill", None) or thing.close)()
+
+
+def run_job(
+    tmp_path: Path,
+    binary: Path,
+    job: Job,
+    *,
+    during_outage: Callable[[Result], None] | None = None,
+) -> Result:
+    """Run one job end to end; ``during_outage`` (if given) runs with the backend answering 503."""
+    for port in (OTLP_GRPC_PORT, OTLP_HTTP_PORT, COLLECTOR_HEALTH_PORT):
+        _require_free(port)
+    uses_backend = "otlp_http" in job.exporters
+    backend = OtlpBackend() if uses_backend else None
+    proxy = RoutingProxy(backend, job.token) if backend else None
+    model = ModelService(job.model_name)
+    exporters = {
+        "judge": FixtureExporter("vllm_metrics.txt"),
+        "dcgm": FixtureExporter("dcgm_metrics.txt"),
+        "node": FixtureExporter("node_metrics.txt"),
+    }
+    outside = tmp_path / "outside-job-dir"
+    outside.mkdir()
+    collector = producers = None
+    with running(proxy, backend, model, *exporters.values()):
+        ports = {"policy": model.port, **{name: e.port for name, e in exporters.items()}}
+        mapping = job.config_dict(tmp_path / "runs", ports, proxy.url if proxy else None)
+        config = SubmitConfig.from_dict(mapping)
+        job_dir = tmp_path / "runs" / job.gym_job_id / job.benchmark
+        config_path = write_collector_config(config, job.benchmark, job_dir)
+        home = outside / "collector-home"
+        home.mkdir()
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),  # a value ${env:HOME} would show, were it ever expanded
+            TOKEN_ENV: job.token,
+            "SLURM_JOB_ID": SLURM_JOB_ID,
+        }
+        result = Result(
+            job=job,
+            job_dir=job_dir,
+            otel_dir=config_path.parent,
+            config_path=config_path,
+            collector_log=outside / "collector.log",
+            exit_code=-1,
+            sent={},
+            backend=backend,
+            proxy=proxy,
+            model=model,
+            exporters=exporters,
+        )
+        if proxy and during_outage:
+            proxy.start_outage()
+        collector = Collector(binary, config_path, env, job_dir, result.collector_log)
+        with running(collector):
+            collector.wait_healthy()
+            model.serve(requests=40, prompt_tokens=12_000, running=3)
+            producers = Producers(job.gym_job_id, outside)
+            with running(producers):
+                result.sent = producers.wait_ready()
+                # Prometheus's discovery hands the receiver its targets only after a few seconds.
+                targets = [model, *exporters.values()]
+                wait_for(
+                    lambda: all(t.scrapes for t in targets), 60, "the first scrape of every target"
+                )
+                if proxy and during_outage:
+                    during_outage(result)
+                    proxy.end_outage()
+                # The final counters, which only the scrape during the grace below can see.
+                model.serve(requests=9, prompt_tokens=3_456, running=0)
+                result.sent = producers.finish()
+            if proxy and during_outage:
+                # After recovery the collector retries what the outage refused. The files hold
+                # it all by now (they never saw the outage): wait, bounded, until the backend
+                # does too, since TERM interrupts a request that is waiting for its next retry.
+                written = {s: Counter(comparable(i) for i in result.file_items(s)) for s in SIGNALS}
+                wait_for(
+                    lambda: backend_holds(result, written),
+                    120,
+                    "the backend to catch up after the outage",
+                    0.5,
+                )
+            # As the executor: one more scrape interval after the producers finished, then TERM.
+            time.sleep(GRACE_SECONDS)
+            result.exit_code = collector.stop()
+    return result
+
+
+def backend_holds(result: Result, items: dict[str, Counter[Any]]) -> bool:
+    return all(
+        not (items[s] - Counter(comparable(i) for i in result.backend_items(s))) for s in SIGNALS
+    )
