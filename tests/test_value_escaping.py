@@ -142,6 +142,10 @@ def test_user_strings_survive_rendering_and_collector_expansion(
             "services.policy.served_model_name",
             lambda m: m["services"]["policy"].update(served_model_name="a\nb"),
         ),
+        (
+            "services.policy.model",  # no served_model_name: the model attribute is model
+            lambda m: m["services"].update(policy={"type": "vllm", "model": "org/m\nv2"}),
+        ),
         ("otel.component", lambda m: m["otel"].update(component="tab\there")),
         ("otel.service_name", lambda m: m["otel"].update(service_name="bell\x07")),
         ("remote_bench_dir", lambda m: m["job"].update(output_path="/runs\r")),
@@ -162,7 +166,7 @@ def test_newline_in_benchmark_name_is_refused(example_mapping: dict) -> None:
     config = SubmitConfig.from_dict(example_mapping)
     with pytest.raises(SubmitConfigError, match="control character") as caught:
         render_collector_config(config, "aime\n25", "/runs/g1/aime25")
-    assert caught.value.path.startswith("driver.benchmarks")
+    assert caught.value.path == 'driver.benchmarks["aime\\n25"]', "one line, even for this key"
 
 
 def test_hostile_fixture_reaches_collector_verbatim() -> None:

@@ -7,17 +7,24 @@ Messages go to stderr, one per problem, never as a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
 from ._config import SubmitConfig
 from ._env import merged_driver_env, resolve_token
-from ._errors import CollectorConfigError, OtelConfigError, SubmitConfigError, Violation
+from ._errors import (
+    CollectorConfigError,
+    OtelConfigError,
+    SubmitConfigError,
+    TemplateError,
+    Violation,
+)
 from ._render import render_collector_config, write_collector_config
 from ._templates import format_version, search_path, template_set
 from ._validate import validate_collector_config
@@ -40,6 +47,17 @@ def _report(error: OtelConfigError, prefix: str = "") -> None:
         print(f"{PROG}: error: {prefix}{line}", file=sys.stderr)
 
 
+@contextlib.contextmanager
+def _named_as_flags(flags: Mapping[str, str]) -> Iterator[None]:
+    """An error about an API parameter names the command-line flag the user typed instead."""
+    try:
+        yield
+    except (SubmitConfigError, TemplateError) as exc:
+        if exc.path not in flags:
+            raise
+        raise type(exc)(flags[exc.path], exc.message) from None
+
+
 def _cmd_render(args: argparse.Namespace) -> int:
     config = SubmitConfig.from_yaml(args.config)
     validate_gym_telemetry(config)
@@ -49,18 +67,13 @@ def _cmd_render(args: argparse.Namespace) -> int:
             resolve_token(config)
         except SubmitConfigError as exc:
             print(f"{PROG}: warning: {exc} (rendering does not need it)", file=sys.stderr)
+    output = render_collector_config if args.stdout else write_collector_config
+    with _named_as_flags({"benchmark_name": "--benchmark", "remote_bench_dir": "--job-dir"}):
+        result = output(config, args.benchmark, args.job_dir, template_dirs=args.template_dir)
     if args.stdout:
-        sys.stdout.write(
-            render_collector_config(
-                config, args.benchmark, args.job_dir, template_dirs=args.template_dir
-            )
-        )
+        sys.stdout.write(str(result))
     else:
-        print(
-            write_collector_config(
-                config, args.benchmark, args.job_dir, template_dirs=args.template_dir
-            )
-        )
+        print(result)
     return EXIT_OK
 
 
@@ -74,7 +87,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         ) from None
     except UnicodeDecodeError:
         raise CollectorConfigError([Violation(str(path), "is not UTF-8 text")]) from None
-    validate_collector_config(text, args.collector_version, source=str(path))
+    with _named_as_flags({"otel.collector_version": "--collector-version"}):
+        validate_collector_config(text, args.collector_version, source=str(path))
     print(f"{path}: valid")
     return EXIT_OK
 

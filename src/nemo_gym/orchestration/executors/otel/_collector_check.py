@@ -13,8 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ._errors import CollectorConfigError, Violation
-from ._schema_check import dotted
+from ._errors import CollectorConfigError, Violation, dotted
 from ._schema_check import violations as schema_violations
 
 SECTIONS = ("receivers", "processors", "exporters", "connectors", "extensions")

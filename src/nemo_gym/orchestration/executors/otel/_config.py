@@ -123,8 +123,7 @@ class SubmitConfig:
         """
         from ._schema_check import violations
 
-        if not isinstance(mapping, Mapping):
-            raise SubmitConfigError("", "the submit config must be a YAML mapping of sections")
+        _require_mapping(mapping, "")
         problems = violations(_plain(mapping), _SUBMIT_SCHEMA)
         if problems:
             error = SubmitConfigError(problems[0].path, problems[0].message)
@@ -148,7 +147,19 @@ class SubmitConfig:
         data = parse_yaml(text, str(source), SubmitConfigError)
         if data is None:
             raise SubmitConfigError(str(source), "is empty; write the submit config sections")
+        _require_mapping(data, str(source))  # the file is all a CLI user has to go on
         return cls.from_dict(data)
+
+
+def _require_mapping(value: Any, path: str) -> None:
+    from ._schema_check import describe
+
+    if not isinstance(value, Mapping):
+        raise SubmitConfigError(
+            path,
+            f"the submit config must be a YAML mapping of its sections (services, compute, driver, "
+            f"job, otel), not {describe(value)}",
+        )
 
 
 def _plain(value: Any) -> Any:

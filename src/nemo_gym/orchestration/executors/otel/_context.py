@@ -32,7 +32,7 @@ from ._constants import (
     OTLP_HTTP_PORT,
     SIGNALS,
 )
-from ._errors import SubmitConfigError
+from ._errors import SubmitConfigError, dotted
 from ._scalar import EnvRef, invalid_character
 
 SLURM_JOB_ID = EnvRef("SLURM_JOB_ID")
@@ -63,12 +63,19 @@ def submitting_user() -> str:
         return f"uid-{os.getuid()}"
 
 
-def policy_model_name(config: SubmitConfig) -> str | None:
+def _policy_model(config: SubmitConfig) -> tuple[str, str | None] | None:
+    """(key path, value) the ``model`` attribute comes from: served_model_name, else model."""
     name = config.driver.policy_model
     service = config.services.get(name) if name else None
     if service is None or not service.serves_model:
         return None
-    return service.served_model_name or service.model
+    key = "served_model_name" if service.served_model_name else "model"
+    return dotted(["services", service.name, key]), getattr(service, key)
+
+
+def policy_model_name(config: SubmitConfig) -> str | None:
+    found = _policy_model(config)
+    return found[1] if found else None
 
 
 def scrape_targets(config: SubmitConfig) -> dict[str, int]:
@@ -98,18 +105,15 @@ def template_context(
 ) -> dict[str, Any]:
     otel = config.otel
     bench_dir = checked(str(remote_bench_dir), "remote_bench_dir")
+    model_path, model = _policy_model(config) or ("", None)
     attributes: list[tuple[str, Any, str]] = [
         ("service.name", otel.service_name, "otel.service_name"),
         ("user", submitting_user(), "user (the submitting user's login name)"),
         ("run_id", remote_bench_dir.parent.name, "remote_bench_dir"),
         ("slurm_job_id", SLURM_JOB_ID, ""),
-        ("benchmark", benchmark_name, f"driver.benchmarks.{benchmark_name}"),
+        ("benchmark", benchmark_name, dotted(["driver", "benchmarks", benchmark_name])),
         ("cluster", config.cluster, "compute"),
-        (
-            "model",
-            policy_model_name(config),
-            f"services.{config.driver.policy_model}.served_model_name",
-        ),
+        ("model", model, model_path),
     ]
     resource = [
         {"key": key, "value": checked(value, path) if isinstance(value, str) else value}

@@ -8,8 +8,10 @@ config: only the path, the offending value where it is harmless, and the fix.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 class OtelConfigError(ValueError):
@@ -27,6 +29,21 @@ class SubmitConfigError(OtelConfigError):
 
 class TemplateError(OtelConfigError):
     """A template is missing, malformed, or incompatible with this package or collector."""
+
+
+def dotted(path: Iterable[Any]) -> str:
+    """``otel.exporters[1]``-style path. A key that would break the one-line message (a line
+    break, an empty key) is written as a JSON string in brackets: ``driver.benchmarks["a\\nb"]``.
+    """
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif not part or not str(part).isprintable():
+            text += f"[{json.dumps(str(part))}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ._errors import Violation
+from ._errors import Violation, dotted
 from ._resources import load_schema, schema_names
 
 _TYPE_NAMES = {
@@ -43,17 +43,8 @@ def _validator(schema_name: str) -> Any:
     return Draft202012Validator(load_schema(schema_name), registry=registry)
 
 
-def dotted(path: Iterable[Any]) -> str:
-    text = ""
-    for part in path:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text
-
-
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
+    """What kind of value was found; a string's content is never shown (it may be a secret)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -109,7 +100,7 @@ def _message(error: Any) -> str:
     if custom:
         return custom
     keyword, expected = error.validator, error.validator_value
-    got = _describe(error.instance)
+    got = describe(error.instance)
     if keyword == "type":
         names = [expected] if isinstance(expected, str) else expected
         return "must be " + " or ".join(_TYPE_NAMES.get(n, n) for n in names) + f", not {got}"
@@ -151,7 +142,8 @@ def violations(instance: Any, schema_name: str) -> list[Violation]:
         elif error.validator == "required":
             missing = [k for k in error.validator_value if k not in error.instance]
             items = [Violation(dotted([*base, k]), "is required; add it") for k in missing]
-        elif error.validator == "propertyNames":
+        elif "propertyNames" in error.absolute_schema_path:
+            # The offending key is the instance here, and the path stops at its parent.
             items = [Violation(dotted(base), f"key {error.instance!r} {_message(error)}")]
         else:
             items = [Violation(dotted(base), _message(error))]

@@ -239,7 +239,7 @@ class TemplateSet:
         raise TemplateError(
             "otel.collector_version",
             f"collector {collector_version} is not supported by any template line ({ranges}); "
-            "set otel.collector_version to a supported release or add a template line",
+            "use a release one of them supports, or add a template line",
         )
 
     # -- rendering --------------------------------------------------------------------------
