@@ -1,0 +1,485 @@
+"""The ``nemo-gym-otel`` command, every subcommand, through the installed console script.
+
+Expected values come from the SPEC and the README (exit codes 0/1/2, ``<path>: <message>``
+lines on stderr, the example's keys), not from the command's own output.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+import yaml
+from cli_helpers import WARNING, cli_env, error_lines, run_cli, tree
+from conftest import CONFIGS, REPO
+
+EXAMPLE = REPO / "examples" / "submit.yaml"
+TOKEN = "token-value-for-cli-tests"
+SIGNALS = ("traces", "metrics", "logs")
+# README, "Template lines and combinations".
+LINES = {"legacy": ("0.120.0", "0.154.0"), "current": ("0.154.0", None)}
+COMBINATIONS = {"otlp_http+file", "otlp_http", "file"}
+# SPEC section 2, driver_telemetry_env.
+TELEMETRY_ENV = {
+    "NEMO_GYM_OTEL_ENABLED": "1",
+    "NEMO_GYM_OTEL_SPAN_GROUPS": "default,verify",
+    "NEMO_GYM_OTEL_LOGS_ENABLED": "1",
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:4318",
+    "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://localhost:4317",
+}
+
+
+def write_config(folder: Path, mapping: dict, name: str = "submit.yaml") -> Path:
+    path = folder / name
+    path.write_text(yaml.safe_dump(mapping, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def render(config: Path, job_dir: Path, *extra: str, env: dict | None = None):
+    return run_cli(
+        "render",
+        config,
+        "--benchmark",
+        job_dir.name,
+        "--job-dir",
+        job_dir,
+        *extra,
+        cwd=job_dir.parents[2],
+        env=cli_env(OTEL_TOKEN=TOKEN) if env is None else env,
+    )
+
+
+@pytest.fixture
+def job_dir(tmp_path: Path) -> Path:
+    return tmp_path / "runs" / "gym-demo" / "aime25"
+
+
+# -- render ---------------------------------------------------------------------------------
+
+
+def test_render_writes_the_checked_config_and_prints_its_path(job_dir: Path) -> None:
+    result = render(EXAMPLE, job_dir)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    target = job_dir / "otel" / "collector.yaml"
+    assert result.stdout == f"{target}\n"
+    assert tree(job_dir.parents[2]) == {
+        "runs",
+        "runs/gym-demo",
+        "runs/gym-demo/aime25",
+        "runs/gym-demo/aime25/otel",
+        "runs/gym-demo/aime25/otel/collector.yaml",
+    }, "the atomic write leaves no temporary file behind"
+    text = target.read_text(encoding="utf-8")
+    first, second = text.splitlines()[:2]
+    assert f"nemo-gym-otel {version('nemo-gym-otel')}" in first
+    assert "current/otlp_http+file" in second, "newest line, default exporters"
+    assert TOKEN not in text and "${env:OTEL_TOKEN}" in text
+    parsed = yaml.safe_load(text)
+    attributes = {
+        a["key"]: a["value"]
+        for a in parsed["processors"]["resource/job"]["attributes"]
+        if "value" in a
+    }
+    assert attributes == {
+        "service.name": "nemo-gym-eval",
+        "user": "gym-user",  # LOGNAME, pinned by conftest
+        "run_id": "gym-demo",
+        "slurm_job_id": "${env:SLURM_JOB_ID}",
+        "benchmark": "aime25",
+        "cluster": "eos",
+        "model": "qwen3-30b-a3b",
+    }
+    assert parsed["exporters"]["otlp_http/backend"]["endpoint"] == (
+        "https://otlp.observability.example.internal"
+    )
+    for signal in SIGNALS:
+        assert parsed["exporters"][f"file/{signal}"]["path"] == f"{job_dir}/otel/{signal}.jsonl"
+
+
+def test_render_warns_once_when_the_token_is_unset(job_dir: Path) -> None:
+    result = render(EXAMPLE, job_dir, env=cli_env(OTEL_TOKEN=None))
+
+    assert result.returncode == 0, result.stderr
+    (warning,) = result.stderr.splitlines()
+    assert warning.startswith(WARNING) and "OTEL_TOKEN" in warning
+    assert (job_dir / "otel" / "collector.yaml").is_file()
+
+
+def test_render_with_files_only_needs_no_token_and_never_names_it(
+    example_mapping: dict, job_dir: Path
+) -> None:
+    example_mapping["otel"] = {"exporters": ["file"]}  # no endpoint, no service name
+    config = write_config(job_dir.parents[2], example_mapping)
+
+    result = render(config, job_dir, env=cli_env(OTEL_TOKEN=None))
+
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    text = (job_dir / "otel" / "collector.yaml").read_text(encoding="utf-8")
+    assert "OTEL_TOKEN" not in text and "Authorization" not in text
+    assert "file/traces" in yaml.safe_load(text)["exporters"]
+
+
+def test_render_stdout_prints_the_same_yaml_and_writes_nothing(job_dir: Path) -> None:
+    root = job_dir.parents[2]
+    before = tree(root)
+
+    printed = render(EXAMPLE, job_dir, "--stdout")
+
+    assert printed.returncode == 0, printed.stderr
+    assert tree(root) == before
+    assert yaml.safe_load(printed.stdout)["exporters"]["file/logs"]["path"] == (
+        f"{job_dir}/otel/logs.jsonl"
+    )
+    written = render(EXAMPLE, job_dir)
+    assert written.returncode == 0, written.stderr
+    assert (job_dir / "otel" / "collector.yaml").read_text(encoding="utf-8") == printed.stdout
+
+
+@pytest.mark.parametrize("command", ["render", "env"])
+def test_a_missing_config_file_is_one_error_naming_it(tmp_path: Path, command: str) -> None:
+    missing = tmp_path / "nowhere.yaml"
+    args = {
+        "render": ["--benchmark", "aime25", "--job-dir", tmp_path / "runs" / "g" / "aime25"],
+        "env": ["--gym-job-id", "gym-1"],
+    }[command]
+
+    result = run_cli(command, missing, *args, cwd=tmp_path)
+
+    assert result.returncode == 1
+    (message,) = error_lines(result.stderr)
+    assert message.startswith(f"{missing}: ") and "cannot read" in message
+    assert tree(tmp_path) == set()
+
+
+# -- validate -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def rendered(job_dir: Path) -> Path:
+    assert render(EXAMPLE, job_dir).returncode == 0
+    return job_dir / "otel" / "collector.yaml"
+
+
+def test_validate_accepts_a_rendered_config(rendered: Path) -> None:
+    result = run_cli("validate", rendered, cwd=rendered.parent)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{rendered}: valid\n"
+    assert result.stderr == ""
+
+
+def test_validate_reports_each_violation_as_yaml_path_and_message(
+    rendered: Path, tmp_path: Path
+) -> None:
+    parsed = yaml.safe_load(rendered.read_text(encoding="utf-8"))
+    del parsed["exporters"]["otlp_http/backend"]["endpoint"]
+    traces = parsed["exporters"]["file/traces"]
+    traces["pathh"] = traces.pop("path")
+    broken = write_config(tmp_path, parsed, "collector.yaml")
+
+    result = run_cli("validate", broken, cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    messages = dict(line.split(": ", 1) for line in error_lines(result.stderr))
+    assert set(messages) == {
+        "exporters.otlp_http/backend.endpoint",
+        "exporters.file/traces.path",
+        "exporters.file/traces.pathh",
+    }
+    assert "did you mean 'path'" in messages["exporters.file/traces.pathh"]
+
+
+def test_validate_reports_graph_violations(rendered: Path, tmp_path: Path) -> None:
+    parsed = yaml.safe_load(rendered.read_text(encoding="utf-8"))
+    parsed["service"]["pipelines"]["traces/backend"]["exporters"] = ["otlp_http/elsewhere"]
+    broken = write_config(tmp_path, parsed, "collector.yaml")
+
+    result = run_cli("validate", broken, cwd=tmp_path)
+
+    assert result.returncode == 1
+    (message,) = error_lines(result.stderr)
+    assert message.startswith("service.pipelines.traces/backend.exporters[0]: ")
+    assert "not defined" in message
+
+
+def test_validate_checks_against_the_line_of_the_collector_version(
+    example_mapping: dict, job_dir: Path
+) -> None:
+    example_mapping["otel"]["collector_version"] = "0.143.0"  # legacy: otlphttp, spanmetrics
+    render(write_config(job_dir.parents[2], example_mapping), job_dir)
+    legacy = job_dir / "otel" / "collector.yaml"
+
+    assert (
+        run_cli("validate", legacy, "--collector-version", "0.143.0", cwd=job_dir).returncode == 0
+    )
+    against_current = run_cli("validate", legacy, cwd=job_dir)
+    assert against_current.returncode == 1
+    paths = {line.split(": ", 1)[0] for line in error_lines(against_current.stderr)}
+    assert paths == {"connectors.spanmetrics", "exporters.otlphttp/backend"}
+
+
+@pytest.mark.parametrize(
+    ("collector_version", "says"),
+    [("0.100.0", "legacy: >=0.120.0, <0.154.0; current: >=0.154.0"), ("latest", "0.161.0")],
+)
+def test_validate_names_the_collector_version_flag(
+    rendered: Path, collector_version: str, says: str
+) -> None:
+    result = run_cli(
+        "validate", rendered, "--collector-version", collector_version, cwd=rendered.parent
+    )
+
+    assert result.returncode == 1
+    (message,) = error_lines(result.stderr)
+    assert message.startswith("--collector-version: ") and says in message
+
+
+def test_validate_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    broken = tmp_path / "collector.yaml"
+    broken.write_text("receivers:\n  otlp: protocols: {}\n", encoding="utf-8")
+
+    result = run_cli("validate", broken, cwd=tmp_path)
+
+    assert result.returncode == 1
+    (message,) = error_lines(result.stderr)
+    assert message.startswith(f"{broken}:2: ")
+
+
+def test_validate_a_missing_file(tmp_path: Path) -> None:
+    result = run_cli("validate", "absent.yaml", cwd=tmp_path)
+
+    assert result.returncode == 1
+    (message,) = error_lines(result.stderr)
+    assert message.startswith("absent.yaml: ") and "cannot read" in message
+
+
+# -- templates ------------------------------------------------------------------------------
+
+
+def test_templates_lists_lines_ranges_and_combinations(tmp_path: Path) -> None:
+    result = run_cli("templates", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    rows = {line.split()[0]: line for line in result.stdout.splitlines()}
+    assert set(rows) == set(LINES)
+    for name, (low, high) in LINES.items():
+        assert f">={low}" in rows[name]
+        assert (f"<{high}" in rows[name]) if high else ("<" not in rows[name])
+        assert all(combination in rows[name] for combination in COMBINATIONS)
+
+
+def test_templates_json(tmp_path: Path) -> None:
+    result = run_cli("templates", "--json", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert isinstance(rows, list)
+    for row in rows:
+        assert set(row) == {"line", "min_collector", "max_collector", "combinations"}
+    assert {r["line"]: (r["min_collector"], r["max_collector"]) for r in rows} == LINES
+    assert all(set(r["combinations"]) == COMBINATIONS for r in rows)
+
+
+# -- env ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def env_config(example_mapping: dict, tmp_path: Path) -> Path:
+    example_mapping["driver"]["env"] = {
+        "NEMO_GYM_LOG_LEVEL": "lit:INFO",
+        "WANDB_API_KEY": "host:WANDB_API_KEY",
+        "SCRATCH": "runtime:SLURM_TMPDIR",
+        "RUN_NOTE": "lit:two words, 'quoted' & $HOME",
+    }
+    return write_config(tmp_path, example_mapping)
+
+
+def shell_assignments(stdout: str) -> dict[str, str]:
+    """``NAME=value`` lines, each one shell word, so ``eval`` or ``source`` reads them back."""
+    words = [shlex.split(line) for line in stdout.splitlines()]
+    assert all(len(w) == 1 for w in words), stdout
+    return dict(w[0].split("=", 1) for w in words)
+
+
+@pytest.mark.parametrize(
+    ("flags", "parse"), [([], shell_assignments), (["--json"], json.loads)], ids=["plain", "json"]
+)
+def test_env_prints_the_merged_driver_env(
+    env_config: Path, tmp_path: Path, flags: list[str], parse
+) -> None:
+    result = run_cli(
+        "env",
+        env_config,
+        "--gym-job-id",
+        "gym-20261202-0001",
+        *flags,
+        cwd=tmp_path,
+        env=cli_env(WANDB_API_KEY="wandb-from-the-host"),
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert parse(result.stdout) == {
+        **TELEMETRY_ENV,
+        "NEMO_GYM_OTEL_RUN_ID": "gym-20261202-0001",
+        "NEMO_GYM_LOG_LEVEL": "INFO",
+        "WANDB_API_KEY": "wandb-from-the-host",
+        "SCRATCH": "${SLURM_TMPDIR}",
+        "RUN_NOTE": "two words, 'quoted' & $HOME",
+    }
+
+
+def test_env_without_gym_telemetry_is_driver_env_only(
+    example_mapping: dict, tmp_path: Path
+) -> None:
+    example_mapping["otel"]["gym_telemetry"] = False
+    example_mapping["driver"]["env"] = {"NEMO_GYM_LOG_LEVEL": "lit:DEBUG"}
+    config = write_config(tmp_path, example_mapping)
+
+    result = run_cli("env", config, "--gym-job-id", "gym-7", "--json", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"NEMO_GYM_LOG_LEVEL": "DEBUG"}
+
+
+def test_env_with_an_unset_host_variable_names_the_key(env_config: Path, tmp_path: Path) -> None:
+    result = run_cli(
+        "env", env_config, "--gym-job-id", "gym-7", cwd=tmp_path, env=cli_env(WANDB_API_KEY=None)
+    )
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    (message,) = error_lines(result.stderr)
+    assert message.startswith("driver.env.WANDB_API_KEY: ") and "export WANDB_API_KEY" in message
+
+
+# -- check ----------------------------------------------------------------------------------
+
+
+def ok_lines(config_label: str) -> set[str]:
+    return {f"ok {config_label}: {line}/{c}" for line in LINES for c in COMBINATIONS}
+
+
+def test_check_passes_on_the_builtin_templates(tmp_path: Path) -> None:
+    result = run_cli("check", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert set(result.stdout.splitlines()) == ok_lines("bundled example")
+    assert result.stderr == ""
+    assert tree(tmp_path) == set()
+
+
+def test_check_renders_the_configs_it_is_given(tmp_path: Path) -> None:
+    configs = [CONFIGS / "minimal.yaml", CONFIGS / "disaggregated.yaml"]
+
+    result = run_cli("check", *configs, cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    expected = ok_lines("bundled example").union(*(ok_lines(str(c)) for c in configs))
+    assert set(result.stdout.splitlines()) == expected
+
+
+def test_check_fails_on_an_invalid_config(tmp_path: Path) -> None:
+    broken = REPO / "tests" / "data" / "malformed" / "02-unknown-otel-key.yaml"
+
+    result = run_cli("check", broken, cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert set(result.stdout.splitlines()) == ok_lines("bundled example")
+    errors = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert errors == [
+        f"nemo-gym-otel: error: {broken}: otel.endpont: unknown key; did you mean 'endpoint'?"
+    ]
+
+
+OVERRIDE_FRONT_MATTER = """\
+{#- nemo-gym-otel
+line: current
+combination: file
+template_version: broken-1
+collector_min: 0.154.0
+collector_max:
+requires_package: 0.1.0
+-#}
+{% extends "builtin/current/file.yaml.j2" %}
+"""
+
+
+@pytest.mark.parametrize(
+    ("block", "names"),
+    [
+        # Renders, but the collector has no log level "loud": the schema check catches it.
+        (
+            "{% block telemetry %}\n    logs:\n      level: loud\n{% endblock %}\n",
+            "service.telemetry.logs.level: ",
+        ),
+        # Does not even compile: the error names the template and its line.
+        ("{% block telemetry %}\n    {{ 1 + }}\n{% endblock %}\n", "current/file.yaml.j2:11"),
+    ],
+    ids=["schema-violation", "template-syntax-error"],
+)
+def test_check_fails_on_a_broken_override(tmp_path: Path, block: str, names: str) -> None:
+    overrides = tmp_path / "platform-templates"
+    (overrides / "current").mkdir(parents=True)
+    (overrides / "current" / "file.yaml.j2").write_text(
+        OVERRIDE_FRONT_MATTER + block, encoding="utf-8"
+    )
+
+    result = run_cli("check", "--template-dir", overrides, cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert set(result.stdout.splitlines()) == ok_lines("bundled example") - {
+        "ok bundled example: current/file"
+    }
+    (problem,) = error_lines(result.stderr.replace("nemo-gym-otel: 1 problem(s) found\n", ""))
+    assert problem.startswith("bundled example: current/file: ") and names in problem
+
+
+def test_check_with_a_missing_template_dir(tmp_path: Path) -> None:
+    result = run_cli("check", "--template-dir", tmp_path / "absent", cwd=tmp_path)
+
+    assert result.returncode == 1
+    (message,) = error_lines(result.stderr)
+    assert message.startswith(f"{tmp_path / 'absent'}: ") and "--template-dir" in message
+
+
+# -- usage ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["bogus"],
+        ["render"],
+        ["render", str(EXAMPLE), "--benchmark", "aime25"],
+        ["render", str(EXAMPLE), "--job-dir", "/runs/g/aime25", "--bogus"],
+        ["validate"],
+        ["templates", "--yaml"],
+        ["env", str(EXAMPLE)],
+        ["check", "--template-dir"],
+    ],
+    ids=lambda a: " ".join(a) or "no-arguments",
+)
+def test_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
+    result = run_cli(*args, cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "usage: nemo-gym-otel" in result.stderr
+    assert tree(tmp_path) == set()
+
+
+def test_help_lists_every_subcommand(tmp_path: Path) -> None:
+    result = run_cli("--help", cwd=tmp_path)
+
+    assert result.returncode == 0
+    for command in ("render", "validate", "templates", "env", "check"):
+        assert command in result.stdout
