@@ -104,7 +104,7 @@ def test_walk_finds_a_leak_when_the_token_is_stamped_before_the_fork() -> None:
     """The walker itself must be able to fail: stamp the token in the ingest pipeline."""
     _, _, _, text = next(c for c in CASES if c[2] == "otlp_http+file")
     config = yaml.safe_load(text)
-    config["service"]["pipelines"]["traces/ingest"]["processors"].append("transform/tenant")
+    config["service"]["pipelines"]["traces/ingest"]["processors"].append("resource/tenant")
     stamping = {p for p, b in config["processors"].items() if _sets_authorization(p, b)}
     leaks = [s for s, e, p in walk(config) if e.startswith("file/") and stamping & set(p)]
     assert set(leaks) == {

@@ -45,9 +45,14 @@ def collector_binary(line: str) -> Path:
     pytest.skip(message)
 
 
+# What the collector's environment holds in a job: the expansions the templates write resolve.
+VALIDATE_ENV = {"OTEL_TOKEN": "validate-only-token", "SLURM_JOB_ID": "4242", "USER": "gym-user"}
+
+
 def run_validate(binary: Path, config_path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(binary), "validate", "--config", str(config_path)],
+        [str(binary), "validate", "--config", f"file:{config_path}"],
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **VALIDATE_ENV},
         capture_output=True,
         text=True,
         timeout=60,

@@ -1,0 +1,116 @@
+"""What the real collector's ``validate`` says of our configs, and whether our checks agree.
+
+Checking rendered output against our own schema proves nothing on its own; these tests put every
+rendered config and a corpus of mutations before the real collector of each template line
+(``tools/build-otelcol``) and compare its verdict with ``validate_collector_config``.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from collector_corpus import STRICTER_ON_PURPOSE, Case, corpus, rendered_cases, stricter_reason
+from render_helpers import line_versions
+from support.otelcol import collector_binary, run_validate
+
+from nemo_gym.orchestration.executors.otel import CollectorConfigError, validate_collector_config
+
+pytestmark = pytest.mark.collector
+
+LINES = tuple(line_versions())
+# Each line's output on each line's binary, as the README's table of lines states it:
+# (rendered by, run on) -> accepted. A legacy config loads on the current collector through the
+# deprecated aliases otlphttp/spanmetrics; the legacy collector knows no otlp_http/span_metrics.
+CROSS_LINE = {
+    ("legacy", "legacy"): True,
+    ("current", "current"): True,
+    ("legacy", "current"): True,
+    ("current", "legacy"): False,
+}
+
+
+def _judge_all(cases: list[Case], binaries: dict[str, Path], tmp_path: Path) -> list[bool]:
+    """The real collector's verdict on each case (True: valid), run two at a time."""
+
+    def judge(indexed: tuple[int, Case]) -> bool:
+        index, case = indexed
+        path = tmp_path / f"case-{index}.yaml"
+        path.write_text(case.text, encoding="utf-8")
+        return run_validate(binaries[case.line], path).returncode == 0
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(judge, enumerate(cases)))
+
+
+def _package_accepts(case: Case) -> bool:
+    try:
+        validate_collector_config(case.text, line_versions()[case.line])
+    except CollectorConfigError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def binaries() -> dict[str, Path]:
+    return {line: collector_binary(line) for line in LINES}
+
+
+@pytest.mark.parametrize("case", list(rendered_cases()), ids=lambda case: case.id)
+def test_every_rendered_config_validates_on_its_line(
+    case: Case, binaries: dict[str, Path], tmp_path: Path
+) -> None:
+    path = tmp_path / "collector.yaml"
+    path.write_text(case.text, encoding="utf-8")
+    result = run_validate(binaries[case.line], path)
+    assert result.returncode == 0, f"{case.id}: {result.stderr[-2000:]}"
+
+
+@pytest.mark.parametrize(("rendered_by", "run_on"), list(CROSS_LINE))
+def test_each_line_on_the_other_lines_binary(
+    rendered_by: str, run_on: str, binaries: dict[str, Path], tmp_path: Path
+) -> None:
+    texts = [c.text for c in rendered_cases() if c.line == rendered_by]
+    verdicts = []
+    for index, text in enumerate(texts):
+        path = tmp_path / f"{index}.yaml"
+        path.write_text(text, encoding="utf-8")
+        result = run_validate(binaries[run_on], path)
+        verdicts.append(result.returncode == 0)
+        if not CROSS_LINE[rendered_by, run_on]:
+            assert "unknown type" in result.stderr, result.stderr[-2000:]
+    assert set(verdicts) == {CROSS_LINE[rendered_by, run_on]}, (
+        f"{rendered_by} configs on the {run_on} collector: {verdicts}"
+    )
+
+
+def test_package_and_collector_agree_on_the_corpus(
+    binaries: dict[str, Path], tmp_path: Path
+) -> None:
+    cases = corpus()
+    assert len(cases) >= 150
+    collector = _judge_all(cases, binaries, tmp_path)
+    disagreements = []
+    stricter_seen = set()
+    for case, collector_ok in zip(cases, collector, strict=True):
+        package_ok = _package_accepts(case)
+        reason = stricter_reason(case)
+        if reason is not None:
+            stricter_seen.add(case.id)
+            if not (collector_ok and not package_ok):
+                disagreements.append(f"{case.id}: listed as stricter on purpose, but it is not")
+        elif package_ok != collector_ok:
+            disagreements.append(
+                f"{case.id}: package {'accepts' if package_ok else 'rejects'}, "
+                f"collector {'accepts' if collector_ok else 'rejects'}"
+            )
+    agreed = len(cases) - len(disagreements)
+    stricter = sum(1 for c in cases if stricter_reason(c) is not None)
+    print(
+        f"corpus: {len(cases)} configs, {agreed} judged alike "
+        f"({stricter} of them stricter on purpose), "
+        f"{sum(collector)} valid and {len(cases) - sum(collector)} invalid per the collector"
+    )
+    assert not disagreements, "\n".join(disagreements)
+    assert stricter_seen == set(STRICTER_ON_PURPOSE), "a stricter-on-purpose case left the corpus"
