@@ -8,7 +8,7 @@ Each case states what the one error line must say in its header, as YAML behind 
 ``says``       text the message must contain (the fix, or the closest known key)
 ``absent``     optional: text that must not appear (a value from the config)
 ``benchmark``  optional ``--benchmark`` (default ``aime25``)
-``job_dir``    optional ``--job-dir``, relative to the working directory (default: absolute)
+``job_dir``    optional ``--job-dir``, where ``{tmp}`` is the test's (empty) working directory
 
 The render runs through the installed console script in an empty working directory and must
 exit 1 with exactly one error line, no traceback, and nothing written anywhere.
@@ -52,7 +52,7 @@ def test_render_refuses_naming_the_key_and_writes_nothing(case: Path, tmp_path: 
     config = tmp_path / "configs" / case.name
     config.parent.mkdir()
     shutil.copyfile(case, config)
-    job_dir = expected.get("job_dir", str(tmp_path / "runs" / "gym-1" / "aime25"))
+    job_dir = expected.get("job_dir", "{tmp}/runs/gym-1/aime25").replace("{tmp}", str(tmp_path))
     before = tree(tmp_path)
 
     result = run_cli(

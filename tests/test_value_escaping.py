@@ -116,7 +116,9 @@ def test_user_strings_survive_rendering_and_collector_expansion(
         collector_version=line_versions()[line],
     )
     config = SubmitConfig.from_dict(mapping)
-    bench_dir = f"/lustre/{output_leaf}/{gym_job_id}/{benchmark.replace('/', '_')}"
+    # The benchmark's folder: a path segment, so no "/" and never "." or ".." (both refused).
+    leaf = benchmark.replace("/", "_")
+    bench_dir = f"/lustre/{output_leaf}/{gym_job_id}/{'_' + leaf if leaf in ('.', '..') else leaf}"
     text = render_collector_config(config, benchmark, bench_dir)
     seen = expand_tree(yaml.safe_load(text), COLLECTOR_ENV)
 
@@ -167,6 +169,15 @@ def test_newline_in_benchmark_name_is_refused(example_mapping: dict) -> None:
     with pytest.raises(SubmitConfigError, match="control character") as caught:
         render_collector_config(config, "aime\n25", "/runs/g1/aime25")
     assert caught.value.path == 'driver.benchmarks["aime\\n25"]', "one line, even for this key"
+
+
+@pytest.mark.parametrize("bench_dir", ["/runs/g1/.", "/runs/g1/..", "/runs/./g1/aime25"])
+def test_dot_segments_in_the_job_dir_are_refused(example_mapping: dict, bench_dir: str) -> None:
+    """run_id is the job directory's parent's name; "." or ".." would make it another folder's."""
+    config = SubmitConfig.from_dict(example_mapping)
+    with pytest.raises(SubmitConfigError, match=r"'\.' or '\.\.'") as caught:
+        render_collector_config(config, "aime25", bench_dir)
+    assert caught.value.path == "remote_bench_dir"
 
 
 def test_hostile_fixture_reaches_collector_verbatim() -> None:

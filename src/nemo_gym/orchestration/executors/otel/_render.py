@@ -47,6 +47,13 @@ def _check_render_inputs(
             "remote_bench_dir",
             "must be an absolute path: the collector runs in the job's working directory, not the submitter's",
         )
+    if {".", ".."} & set(os.fspath(remote_bench_dir).split("/")):
+        # PurePosixPath drops "." and keeps "..", so the parent would not be the run's folder.
+        raise SubmitConfigError(
+            "remote_bench_dir",
+            "must not contain '.' or '..' segments: run_id is the name of the job directory's "
+            "parent; pass <output_path>/<gym_job_id>/<benchmark> without them",
+        )
     interval = config.otel.scrape_interval_seconds
     if interval > FINAL_SCRAPE_GRACE_SECONDS:
         raise SubmitConfigError(
