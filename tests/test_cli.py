@@ -20,7 +20,7 @@ EXAMPLE = REPO / "examples" / "submit.yaml"
 TOKEN = "token-value-for-cli-tests"
 SIGNALS = ("traces", "metrics", "logs")
 # README, "Template lines and combinations".
-LINES = {"legacy": ("0.120.0", "0.154.0"), "current": ("0.154.0", None)}
+LINES = {"legacy": ("0.130.0", "0.151.0"), "current": ("0.151.0", None)}
 COMBINATIONS = {"otlp_http+file", "otlp_http", "file"}
 # SPEC section 2, driver_telemetry_env.
 TELEMETRY_ENV = {
@@ -213,12 +213,12 @@ def test_validate_reports_graph_violations(rendered: Path, tmp_path: Path) -> No
 def test_validate_checks_against_the_line_of_the_collector_version(
     example_mapping: dict, job_dir: Path
 ) -> None:
-    example_mapping["otel"]["collector_version"] = "0.143.0"  # legacy: otlphttp, spanmetrics
+    example_mapping["otel"]["collector_version"] = "0.141.0"  # legacy: otlphttp, spanmetrics
     render(write_config(job_dir.parents[2], example_mapping), job_dir)
     legacy = job_dir / "otel" / "collector.yaml"
 
     assert (
-        run_cli("validate", legacy, "--collector-version", "0.143.0", cwd=job_dir).returncode == 0
+        run_cli("validate", legacy, "--collector-version", "0.141.0", cwd=job_dir).returncode == 0
     )
     against_current = run_cli("validate", legacy, cwd=job_dir)
     assert against_current.returncode == 1
@@ -228,7 +228,7 @@ def test_validate_checks_against_the_line_of_the_collector_version(
 
 @pytest.mark.parametrize(
     ("collector_version", "says"),
-    [("0.100.0", "legacy: >=0.120.0, <0.154.0; current: >=0.154.0"), ("latest", "0.161.0")],
+    [("0.100.0", "legacy: >=0.130.0, <0.151.0; current: >=0.151.0"), ("latest", "0.161.0")],
 )
 def test_validate_names_the_collector_version_flag(
     rendered: Path, collector_version: str, says: str
@@ -404,7 +404,7 @@ OVERRIDE_FRONT_MATTER = """\
 line: current
 combination: file
 template_version: broken-1
-collector_min: 0.154.0
+collector_min: 0.151.0
 collector_max:
 requires_package: 0.1.0
 -#}

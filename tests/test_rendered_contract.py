@@ -34,7 +34,7 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
     # Provenance header.
     head = text.splitlines()[:3]
     assert head[0].startswith("# OpenTelemetry Collector config rendered by nemo-gym-otel ")
-    assert f"line {line}, combination {combination}, template version 1" in head[1]
+    assert f"line {line}, combination {combination}, template version 2" in head[1]
 
     assert config["extensions"]["health_check"]["endpoint"] == "localhost:13133"
     assert config["service"]["extensions"] == ["health_check"]

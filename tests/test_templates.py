@@ -22,7 +22,7 @@ BENCH_DIR = "/runs/g1/aime25"
 def front_matter(
     line: str,
     combination: str,
-    collector_min: str = "0.154.0",
+    collector_min: str = "0.151.0",
     collector_max: str = "",
     requires: str = "0.1.0",
     version: str = "7",
@@ -55,10 +55,10 @@ def with_otel(example_mapping: dict, **otel: object) -> SubmitConfig:
 @pytest.mark.parametrize(
     ("version", "line"),
     [
-        ("0.120.0", "legacy"),
-        ("0.143.0", "legacy"),
-        ("0.153.9", "legacy"),
-        ("0.154.0", "current"),
+        ("0.130.0", "legacy"),
+        ("0.141.0", "legacy"),
+        ("0.150.9", "legacy"),
+        ("0.151.0", "current"),
         ("0.161.0", "current"),
         ("v1.2.0", "current"),
         (None, "current"),
@@ -79,7 +79,7 @@ def test_unsupported_collector_version_lists_the_ranges(example_mapping: dict) -
             with_otel(example_mapping, collector_version="0.110.0"), "aime25", BENCH_DIR
         )
     assert caught.value.path == "otel.collector_version"
-    assert "legacy: >=0.120.0, <0.154.0" in str(caught.value) and "current: >=0.154.0" in str(
+    assert "legacy: >=0.130.0, <0.151.0" in str(caught.value) and "current: >=0.151.0" in str(
         caught.value
     )
 
@@ -93,7 +93,7 @@ def test_override_replaces_the_builtin_of_the_same_name(
     write(
         tmp_path,
         "current/otlp_http+file.yaml.j2",
-        builtin.replace("template_version: 1", "template_version: 41"),
+        builtin.replace("template_version: 2", "template_version: 41"),
     )
     text = render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
     assert "template version 41" in text.splitlines()[1]

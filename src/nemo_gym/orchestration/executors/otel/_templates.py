@@ -16,7 +16,7 @@ which collector releases it supports and which package it needs::
     line: current
     combination: otlp_http+file
     template_version: 1
-    collector_min: 0.154.0
+    collector_min: 0.151.0
     collector_max:
     requires_package: 0.1.0
     -#}
