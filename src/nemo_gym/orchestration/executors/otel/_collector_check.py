@@ -47,27 +47,45 @@ def signal_of(pipeline_id: str) -> str:
 
 
 def _expansion_violations(node: Any, path: list[Any]) -> Iterator[Violation]:
+    found: list[Violation] = []
+    _collect_expansion_violations(node, path, found)
+    return iter(found)
+
+
+def _collect_expansion_violations(node: Any, path: list[Any], found: list[Violation]) -> None:
+    """Every string value holding a ``$`` is checked; the walk builds a path only where one may
+    be needed (a whole config is walked on every render)."""
+    if isinstance(node, str):
+        if "$" in node:
+            found.extend(_string_expansion_violations(node, path))
+        return
     if isinstance(node, Mapping):
-        for key, value in node.items():
-            yield from _expansion_violations(value, [*path, key])
+        items: Any = node.items()
     elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _expansion_violations(value, [*path, index])
-    elif isinstance(node, str):
-        for match in _EXPANSION.finditer(node):
-            if match[0] == "$$":
-                continue
-            inner = match[1]
-            if not match[0].endswith("}"):
-                yield Violation(
-                    dotted(path), "has an unterminated '${'; write '$$' for a literal '$'"
-                )
-            elif not _ALLOWED_EXPANSION.match(inner):
-                yield Violation(
-                    dotted(path),
-                    f"has the expansion '${{{inner}}}'; only ${{env:NAME}} is allowed "
-                    "(write '$$' for a literal '$', e.g. '$${1}' in a regular expression)",
-                )
+        items = enumerate(node)
+    else:
+        return
+    for key, value in items:
+        if isinstance(value, str):
+            if "$" in value:
+                found.extend(_string_expansion_violations(value, [*path, key]))
+        elif isinstance(value, (dict, list, Mapping)):
+            _collect_expansion_violations(value, [*path, key], found)
+
+
+def _string_expansion_violations(node: str, path: list[Any]) -> Iterator[Violation]:
+    for match in _EXPANSION.finditer(node):
+        if match[0] == "$$":
+            continue
+        inner = match[1]
+        if not match[0].endswith("}"):
+            yield Violation(dotted(path), "has an unterminated '${'; write '$$' for a literal '$'")
+        elif not _ALLOWED_EXPANSION.match(inner):
+            yield Violation(
+                dotted(path),
+                f"has the expansion '${{{inner}}}'; only ${{env:NAME}} is allowed "
+                "(write '$$' for a literal '$', e.g. '$${1}' in a regular expression)",
+            )
 
 
 def _pipelines(config: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
@@ -89,23 +107,23 @@ def _reference_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
         for role, sections in _ROLE_SECTIONS.items():
             seen: set[str] = set()
             for index, ref in enumerate((pipeline or {}).get(role) or []):
-                where = dotted(["service", "pipelines", pipeline_id, role, index])
+                path = ["service", "pipelines", pipeline_id, role, index]  # dotted on a problem
                 if ref in seen:
                     yield Violation(
-                        where, f"{ref!r} is listed twice in this pipeline; list it once"
+                        dotted(path), f"{ref!r} is listed twice in this pipeline; list it once"
                     )
                 seen.add(ref)
                 section = next((s for s in sections if ref in defined[s]), None)
                 if section is None:
                     yield Violation(
-                        where,
+                        dotted(path),
                         f"{ref!r} is not defined under {' or '.join(sections)}; define it or remove it here",
                     )
                 elif section != "connectors":
                     handled = _SIGNALS_BY_TYPE.get(component_type(ref), ALL_SIGNALS)
                     if signal not in handled:
                         yield Violation(
-                            where,
+                            dotted(path),
                             f"{ref!r} does not handle {signal}; use it only in {', '.join(sorted(handled))} pipelines",
                         )
 

@@ -134,25 +134,37 @@ def write_collector_config(
     """Render, check and atomically write ``<remote_bench_dir>/otel/collector.yaml``.
 
     The file appears whole or not at all: it is written to a temporary file in the same folder,
-    fsynced and renamed over the target. A failure before that leaves no folder behind.
+    fsynced and renamed over the target. A failure leaves no folder behind that it created.
     """
     text = render_collector_config(
         config, benchmark_name, remote_bench_dir, template_dirs=template_dirs
     )
     target = collector_config_path(remote_bench_dir)
-    created = [folder for folder in target.parent.parents if not folder.exists()][::-1]
-    if not target.parent.exists():
-        created.append(target.parent)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{COLLECTOR_CONFIG_NAME}.", dir=target.parent)
+    missing = []  # deepest first, up to the first folder that exists
+    folder = target.parent
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    created: list[Path] = []
+    temporary = None
     try:
+        for folder in reversed(missing):
+            try:
+                folder.mkdir()
+            except FileExistsError:
+                if not folder.is_dir():
+                    raise
+                continue  # made meanwhile by someone else: not ours to remove
+            created.append(folder)
+        fd, temporary = tempfile.mkstemp(prefix=f".{COLLECTOR_CONFIG_NAME}.", dir=target.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, target)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)
         for folder in reversed(created):
             _remove_if_empty(folder)
         raise

@@ -16,6 +16,8 @@ from typing import Any
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Characters YAML must escape in a double-quoted scalar, or that would read ambiguously.
 _NEEDS_ESCAPE = {"\\": "\\\\", '"': '\\"'}
+# Printable ASCII without the characters that change: the text is its own escaped form.
+_PLAIN = re.compile(r"[ !#%-\[\]-~]*\Z")
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ def invalid_character(text: str) -> str | None:
 
 
 def _escape_text(text: str) -> str:
+    if _PLAIN.match(text):  # most values: nothing to check or escape
+        return text
     bad = invalid_character(text)
     if bad is not None:
         raise ValueError(f"contains the control character U+{ord(bad):04X}")

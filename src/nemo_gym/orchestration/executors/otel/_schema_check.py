@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ._errors import Violation, dotted
@@ -30,8 +30,8 @@ _LITERAL_PATTERN = re.compile(r"^\^\(?([A-Za-z0-9_]+)")
 
 
 @functools.cache
-def _validator(schema_name: str) -> Any:
-    from jsonschema import Draft202012Validator
+def _registry() -> Any:
+    """Every shipped schema under its ``$id``, for the cross-file ``$ref``s."""
     from referencing import Registry, Resource
 
     registry: Registry = Registry()
@@ -40,7 +40,22 @@ def _validator(schema_name: str) -> Any:
         registry = registry.with_resource(
             contents.get("$id", name), Resource.from_contents(contents)
         )
-    return Draft202012Validator(load_schema(schema_name), registry=registry)
+    return registry
+
+
+@functools.cache
+def _validator(schema_name: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(load_schema(schema_name), registry=_registry())
+
+
+@functools.cache
+def _valid(schema_name: str) -> Callable[[Any], bool] | None:
+    """The compiled yes/no check of a schema (None when it cannot be compiled)."""
+    from ._schema_fast import compile_schema
+
+    return compile_schema(load_schema(schema_name), _registry())
 
 
 def describe(value: Any) -> str:
@@ -132,7 +147,14 @@ def _message(error: Any) -> str:
 
 
 def violations(instance: Any, schema_name: str) -> list[Violation]:
-    """Every schema violation of ``instance``, sorted by path, with duplicates removed."""
+    """Every schema violation of ``instance``, sorted by path, with duplicates removed.
+
+    A valid instance, the common case, is recognised by the compiled check alone; jsonschema
+    then only runs to explain an invalid one.
+    """
+    valid = _valid(schema_name)
+    if valid is not None and valid(instance):
+        return []
     found: dict[tuple[str, str], Violation] = {}
     for raw in _validator(schema_name).iter_errors(instance):
         error = _deepest(raw)

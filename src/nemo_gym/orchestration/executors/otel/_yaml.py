@@ -2,6 +2,12 @@
 
 PyYAML keeps the last of two equal keys without a word; in a config that silently drops a
 setting, so a duplicate is reported like any syntax error, with its line.
+
+The C parser builds the node tree; turning nodes into Python data is PyYAML's pure-Python
+constructor, which costs as much again. A rendered config is a plain tree (mappings, sequences
+and scalars, no anchors, aliases, merge keys or custom tags), and for such a tree ``plain``
+builds the same data directly, calling PyYAML's own constructor for every scalar that is not a
+string. Anything else in the tree hands the whole document to PyYAML's constructor.
 """
 
 from __future__ import annotations
@@ -10,6 +16,15 @@ from collections.abc import Callable
 from typing import Any
 
 from ._errors import OtelConfigError
+
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _NotPlain(Exception):
+    """The tree holds something ``plain`` leaves to PyYAML's constructor."""
 
 
 def _loader_class() -> type:
@@ -22,28 +37,95 @@ def _loader_class() -> type:
             seen: set[Any] = set()
             for key_node, _ in node.value:
                 key = self.construct_object(key_node, deep=True)
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r}", key_node.start_mark
-                    )
+                try:
+                    duplicate = key in seen
+                except TypeError:
+                    continue  # unhashable: PyYAML's construct_mapping reports it, with its line
+                if duplicate:
+                    raise _duplicate(key, key_node)
                 seen.add(key)
             return super().construct_mapping(node, deep=deep)
 
     return StrictLoader
 
 
+def _duplicate(key: Any, key_node: Any) -> Exception:
+    import yaml
+
+    return yaml.constructor.ConstructorError(
+        None, None, f"duplicate key {key!r}", key_node.start_mark
+    )
+
+
+def _plain_constructor() -> Callable[[Any, Any], Any]:
+    """``plain(loader, node)``: the data the constructor above would build from ``node``, for a
+    plain tree; it raises ``_NotPlain`` on anything else."""
+    from yaml import MappingNode, ScalarNode, SequenceNode
+
+    def scalar(loader: Any, node: Any) -> Any:
+        tag = node.tag
+        if tag == _STR:
+            return node.value
+        construct = loader.yaml_constructors.get(tag)
+        if construct is None or tag in (_MAP, _SEQ):
+            raise _NotPlain
+        return construct(loader, node)
+
+    def plain(loader: Any, node: Any, seen: set[int]) -> Any:
+        node_type = type(node)
+        if node_type is ScalarNode:
+            return scalar(loader, node)  # an aliased scalar is an equal value: no harm
+        if id(node) in seen:  # an aliased collection: PyYAML shares the object, leave it to it
+            raise _NotPlain
+        seen.add(id(node))
+        if node_type is SequenceNode and node.tag == _SEQ:
+            return [plain(loader, item, seen) for item in node.value]
+        if node_type is MappingNode and node.tag == _MAP:
+            data: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                if type(key_node) is not ScalarNode or key_node.tag == _MERGE:
+                    raise _NotPlain
+                key = scalar(loader, key_node)
+                if key in data:
+                    raise _duplicate(key, key_node)
+                data[key] = (
+                    value_node.value
+                    if type(value_node) is ScalarNode and value_node.tag == _STR
+                    else plain(loader, value_node, seen)
+                )
+            return data
+        raise _NotPlain
+
+    return lambda loader, node: plain(loader, node, set())
+
+
+def _load(text: str, loader_class: type, plain: Callable[[Any, Any], Any]) -> Any:
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        try:
+            return plain(loader, node)
+        except _NotPlain:
+            return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 _LOADER: type | None = None
+_PLAIN: Callable[[Any, Any], Any] | None = None
 
 
 def parse_yaml(text: str, source: str, error: Callable[[str, str], OtelConfigError]) -> Any:
     """Parse one YAML document; a syntax error becomes ``error(path, message)`` naming ``source:line``."""
     import yaml
 
-    global _LOADER
-    if _LOADER is None:
-        _LOADER = _loader_class()
+    global _LOADER, _PLAIN
+    if _LOADER is None or _PLAIN is None:
+        _LOADER, _PLAIN = _loader_class(), _plain_constructor()
     try:
-        return yaml.load(text, Loader=_LOADER)
+        return _load(text, _LOADER, _PLAIN)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}" if mark is not None else source
