@@ -7,11 +7,20 @@ rendered config and a corpus of mutations before the real collector of each temp
 
 from __future__ import annotations
 
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from collector_corpus import STRICTER_ON_PURPOSE, Case, corpus, rendered_cases, stricter_reason
+import yaml
+from collector_corpus import (
+    SECTIONS,
+    STRICTER_ON_PURPOSE,
+    Case,
+    corpus,
+    rendered_cases,
+    stricter_reason,
+)
 from render_helpers import line_versions
 from support.otelcol import collector_binary, run_validate
 
@@ -29,6 +38,10 @@ CROSS_LINE = {
     ("legacy", "current"): True,
     ("current", "legacy"): False,
 }
+
+
+# Built in although no template uses it: the debug exporter, to look at a pipeline by hand.
+EXTRA_COMPONENTS = {("exporters", "debug")}
 
 
 def _judge_all(cases: list[Case], binaries: dict[str, Path], tmp_path: Path) -> list[bool]:
@@ -65,6 +78,28 @@ def test_every_rendered_config_validates_on_its_line(
     path.write_text(case.text, encoding="utf-8")
     result = run_validate(binaries[case.line], path)
     assert result.returncode == 0, f"{case.id}: {result.stderr[-2000:]}"
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_manifest_builds_exactly_what_the_templates_use(
+    line: str, binaries: dict[str, Path]
+) -> None:
+    """The small collector a platform team builds from the manifest lacks nothing and carries
+    nothing extra (but the debug exporter)."""
+    listing = subprocess.run(
+        [str(binaries[line]), "components"], capture_output=True, text=True, check=True
+    )
+    components = yaml.safe_load(listing.stdout)
+    built = {(s, entry["name"]) for s in SECTIONS for entry in components.get(s) or []}
+    used = {
+        (section, component.split("/")[0])
+        for case in rendered_cases()
+        if case.line == line
+        for section, body in yaml.safe_load(case.text).items()
+        if section in SECTIONS
+        for component in body
+    }
+    assert built == used | EXTRA_COMPONENTS
 
 
 @pytest.mark.parametrize(("rendered_by", "run_on"), list(CROSS_LINE))
