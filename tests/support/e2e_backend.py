@@ -82,7 +82,9 @@ def encode_response(content_type: str, message: Any) -> bytes:
     return message.SerializeToString()
 
 
-def _handler(serve: Callable[[BaseHTTPRequestHandler, str, bytes], tuple[int, str, bytes]]) -> type:
+def otlp_handler(
+    serve: Callable[[BaseHTTPRequestHandler, str, bytes], tuple[int, str, bytes]],
+) -> type:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -102,13 +104,21 @@ def _handler(serve: Callable[[BaseHTTPRequestHandler, str, bytes], tuple[int, st
     return Handler
 
 
+def carries_tenant(signal: str, message: Any, token: str) -> bool:
+    """Whether every resource of an OTLP request carries the ``Authorization`` attribute ``token``."""
+    return all(
+        attributes_of(group.resource.attributes).get(TENANT_ATTRIBUTE) == token
+        for group in resource_groups(signal, message)
+    )
+
+
 class OtlpBackend:
     """Keeps every request it receives, decoded; answers like an OTLP/HTTP receiver."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.requests: dict[str, list[Any]] = {signal: [] for signal, _, _ in ROUTES.values()}
-        self._server = LoopbackServer(_handler(self._serve))
+        self._server = LoopbackServer(otlp_handler(self._serve))
 
     @property
     def port(self) -> int:
@@ -125,9 +135,13 @@ class OtlpBackend:
             message = decode_body(handler.headers, body, request_type)
         except BadRequest as exc:
             return 400, "text/plain", str(exc).encode()
+        self.receive(signal, message, handler.headers)
+        return 200, content_type, encode_response(content_type, response_type())
+
+    def receive(self, signal: str, message: Any, headers: Any) -> None:
+        """Keep one decoded request; a subclass may count it instead."""
         with self._lock:
             self.requests[signal].append(message)
-        return 200, content_type, encode_response(content_type, response_type())
 
     def items(self, signal: str) -> list[Any]:
         with self._lock:
@@ -151,7 +165,7 @@ class RoutingProxy:
         self.kept: Counter[str] = Counter()
         self.dropped: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()  # answered 503 during an outage
-        self._server = LoopbackServer(_handler(self._serve))
+        self._server = LoopbackServer(otlp_handler(self._serve))
 
     @property
     def url(self) -> str:
@@ -164,12 +178,6 @@ class RoutingProxy:
     def end_outage(self) -> None:
         with self._lock:
             self._outage = False
-
-    def _has_tenant(self, signal: str, message: Any) -> bool:
-        return all(
-            attributes_of(group.resource.attributes).get(TENANT_ATTRIBUTE) == self._token
-            for group in resource_groups(signal, message)
-        )
 
     def _serve(
         self, handler: BaseHTTPRequestHandler, path: str, body: bytes
@@ -189,7 +197,7 @@ class RoutingProxy:
             message = decode_body(handler.headers, body, request_type)
         except BadRequest:
             message = None
-        if message is None or not self._has_tenant(signal, message):
+        if message is None or not carries_tenant(signal, message, self._token):
             with self._lock:
                 self.dropped[signal] += 1
             return 200, content_type, encode_response(content_type, response_type())

@@ -1,0 +1,140 @@
+"""Where the benchmarked collector delivers: a counting backend and the job directory's files.
+
+The backend is the routing proxy's contract at the cost of a counter: it answers 200 to every
+decodable request, and counts a payload's items as delivered only when the ``Authorization`` header is the
+token's and every resource carries the ``Authorization`` attribute equal to the token (what the
+proxy in front of the real backend forwards); anything else is lost, as it would be there. Items
+are counted from the protobuf messages' repeated fields, never flattened or kept, so the backend
+stays cheap next to the collector on a small machine. Both destinations count only the items of
+the load generator's scope: the collector adds its own (span metrics, scrapes).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from support.e2e_backend import OtlpBackend, carries_tenant
+from support.e2e_otlp import resource_groups
+
+from ._otlp_load import SCOPE
+
+SIGNALS = ("traces", "logs", "metrics")
+_SCOPE_BYTES = json.dumps(SCOPE).encode()  # as the file exporter writes the scope's name
+_SCOPES = {"traces": "scope_spans", "logs": "scope_logs", "metrics": "scope_metrics"}
+
+
+def message_items(signal: str, message: Any) -> int:
+    """The spans, log records or data points of the generator's scope in one OTLP message."""
+    count = 0
+    for group in resource_groups(signal, message):
+        for scope in getattr(group, _SCOPES[signal]):
+            if scope.scope.name != SCOPE:
+                continue
+            if signal == "traces":
+                count += len(scope.spans)
+            elif signal == "logs":
+                count += len(scope.log_records)
+            else:
+                for metric in scope.metrics:
+                    kind = metric.WhichOneof("data")
+                    count += len(getattr(metric, kind).data_points) if kind else 0
+    return count
+
+
+class CountingBackend(OtlpBackend):
+    """An OTLP/HTTP endpoint on 127.0.0.1 that counts delivered and lost items per signal.
+
+    An undecodable body is answered 400 (the collector drops it: lost, like any item that never
+    counts as delivered)."""
+
+    def __init__(self, token: str) -> None:
+        # Set before the server starts answering in OtlpBackend.__init__.
+        self._token = token
+        self.delivered: Counter[str] = Counter()
+        self.lost: Counter[str] = Counter()  # no tenant attribute, or the wrong header
+        self.last_arrival = 0.0  # time.monotonic() of the last payload with items of ours
+        super().__init__()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def receive(self, signal: str, message: Any, headers: Any) -> None:
+        items = message_items(signal, message)
+        delivered = headers.get("Authorization") == f"Bearer {self._token}" and carries_tenant(
+            signal, message, self._token
+        )
+        with self._lock:
+            (self.delivered if delivered else self.lost)[signal] += items
+            if items:
+                self.last_arrival = time.monotonic()
+
+    def counts(self) -> tuple[dict[str, int], dict[str, int]]:
+        with self._lock:
+            return dict(self.delivered), dict(self.lost)
+
+
+def _json_items(signal: str, line: bytes) -> int:
+    """The generator's items in one OTLP-JSON line of the file exporter."""
+    resource_key, scope_key = {
+        "traces": ("resourceSpans", "scopeSpans"),
+        "logs": ("resourceLogs", "scopeLogs"),
+        "metrics": ("resourceMetrics", "scopeMetrics"),
+    }[signal]
+    count = 0
+    for group in json.loads(line).get(resource_key, ()):
+        for scope in group.get(scope_key, ()):
+            if scope.get("scope", {}).get("name") != SCOPE:
+                continue
+            if signal == "traces":
+                count += len(scope.get("spans", ()))
+            elif signal == "logs":
+                count += len(scope.get("logRecords", ()))
+            else:
+                for metric in scope.get("metrics", ()):
+                    for kind in ("sum", "gauge", "histogram", "exponentialHistogram", "summary"):
+                        if kind in metric:
+                            count += len(metric[kind].get("dataPoints", ()))
+    return count
+
+
+class FileCounter:
+    """The items in ``<otel dir>/<signal>.jsonl``, from what was appended since the last look.
+
+    ``poll`` is cheap enough to run every 100 ms while the collector writes: it reads the whole
+    lines appended since, keeps those that hold the generator's scope (a byte search) and notes
+    when the last of them was seen. ``count`` parses what was kept, after the collector is done.
+    """
+
+    def __init__(self, otel_dir: Path) -> None:
+        self._paths = {signal: otel_dir / f"{signal}.jsonl" for signal in SIGNALS}
+        self._offsets = dict.fromkeys(SIGNALS, 0)
+        self._lines: dict[str, list[bytes]] = {signal: [] for signal in SIGNALS}
+        self.items: Counter[str] = Counter()
+        self.last_arrival = 0.0  # time.monotonic() of the last poll that found items of ours
+
+    def poll(self) -> None:
+        for signal, path in self._paths.items():
+            if not path.exists():
+                continue
+            with path.open("rb") as handle:
+                handle.seek(self._offsets[signal])
+                data = handle.read()
+            # A line being appended may be incomplete: only whole lines count, the rest waits.
+            complete = data[: data.rfind(b"\n") + 1]
+            self._offsets[signal] += len(complete)
+            ours = [line for line in complete.splitlines() if _SCOPE_BYTES in line]
+            if ours:
+                self._lines[signal] += ours
+                self.last_arrival = time.monotonic()
+
+    def count(self) -> dict[str, int]:
+        self.poll()
+        for signal, lines in self._lines.items():
+            self.items[signal] += sum(_json_items(signal, line) for line in lines)
+            lines.clear()
+        return dict(self.items)
