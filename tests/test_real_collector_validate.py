@@ -44,17 +44,19 @@ CROSS_LINE = {
 EXTRA_COMPONENTS = {("exporters", "debug")}
 
 
-def _judge_all(cases: list[Case], binaries: dict[str, Path], tmp_path: Path) -> list[bool]:
-    """The real collector's verdict on each case (True: valid), run two at a time."""
+def _validate_each(
+    runs: list[tuple[Path, str]], tmp_path: Path
+) -> list[subprocess.CompletedProcess[str]]:
+    """The real ``validate`` of each (binary, config text), two at a time, in order."""
 
-    def judge(indexed: tuple[int, Case]) -> bool:
-        index, case = indexed
+    def validate(indexed: tuple[int, tuple[Path, str]]) -> subprocess.CompletedProcess[str]:
+        index, (binary, text) = indexed
         path = tmp_path / f"case-{index}.yaml"
-        path.write_text(case.text, encoding="utf-8")
-        return run_validate(binaries[case.line], path).returncode == 0
+        path.write_text(text, encoding="utf-8")
+        return run_validate(binary, path)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return list(pool.map(judge, enumerate(cases)))
+        return list(pool.map(validate, enumerate(runs)))
 
 
 def _package_accepts(case: Case) -> bool:
@@ -74,9 +76,7 @@ def binaries() -> dict[str, Path]:
 def test_every_rendered_config_validates_on_its_line(
     case: Case, binaries: dict[str, Path], tmp_path: Path
 ) -> None:
-    path = tmp_path / "collector.yaml"
-    path.write_text(case.text, encoding="utf-8")
-    result = run_validate(binaries[case.line], path)
+    [result] = _validate_each([(binaries[case.line], case.text)], tmp_path)
     assert result.returncode == 0, f"{case.id}: {result.stderr[-2000:]}"
 
 
@@ -106,14 +106,11 @@ def test_manifest_builds_exactly_what_the_templates_use(
 def test_each_line_on_the_other_lines_binary(
     rendered_by: str, run_on: str, binaries: dict[str, Path], tmp_path: Path
 ) -> None:
-    texts = [c.text for c in rendered_cases() if c.line == rendered_by]
-    verdicts = []
-    for index, text in enumerate(texts):
-        path = tmp_path / f"{index}.yaml"
-        path.write_text(text, encoding="utf-8")
-        result = run_validate(binaries[run_on], path)
-        verdicts.append(result.returncode == 0)
-        if not CROSS_LINE[rendered_by, run_on]:
+    runs = [(binaries[run_on], c.text) for c in rendered_cases() if c.line == rendered_by]
+    results = _validate_each(runs, tmp_path)
+    verdicts = [result.returncode == 0 for result in results]
+    if not CROSS_LINE[rendered_by, run_on]:
+        for result in results:
             assert "unknown type" in result.stderr, result.stderr[-2000:]
     assert set(verdicts) == {CROSS_LINE[rendered_by, run_on]}, (
         f"{rendered_by} configs on the {run_on} collector: {verdicts}"
@@ -125,7 +122,8 @@ def test_package_and_collector_agree_on_the_corpus(
 ) -> None:
     cases = corpus()
     assert len(cases) >= 150
-    collector = _judge_all(cases, binaries, tmp_path)
+    results = _validate_each([(binaries[c.line], c.text) for c in cases], tmp_path)
+    collector = [result.returncode == 0 for result in results]
     disagreements = []
     stricter_seen = set()
     for case, collector_ok in zip(cases, collector, strict=True):
