@@ -163,3 +163,19 @@ def test_not_a_mapping() -> None:
     assert violations("- a\n- b\n") == [
         "<root>: a collector config must be a YAML mapping of sections"
     ]
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("1", "receivers: has the key 1, which YAML reads as int; quote it to make it a string"),
+        (
+            "on",
+            "receivers: has the key True, which YAML reads as bool; quote it to make it a string",
+        ),
+    ],
+)
+def test_keys_yaml_does_not_read_as_strings_are_named(key: str, expected: str) -> None:
+    """JSON Schema only knows string keys; such a key once crashed the check with a TypeError."""
+    text = config(GOOD).replace("receivers:\n  otlp:", f"receivers:\n  {key}: {{}}\n  otlp:", 1)
+    assert violations(text) == [expected]

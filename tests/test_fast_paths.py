@@ -194,6 +194,155 @@ def test_golden_yaml_matches_pyyaml(path: Path) -> None:
     assert parse_yaml(text, str(path), TemplateError) == yaml.load(text, Loader=_loader_class())
 
 
+# -- reusing an earlier parse -----------------------------------------------------------------
+
+# Strings a changed line may end with: simple quoted values, quoted values the shortcut must not
+# take (escapes, non-ASCII, inner quotes), and text that is not one quoted value at all.
+_LINE_ENDINGS = st.one_of(
+    st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=12).map(
+        lambda t: f'"{t}"'
+    ),
+    st.sampled_from(
+        [
+            '"a\\"b"',
+            '"a\\nb"',
+            '"caf\u00e9"',
+            '"caf\\u00e9"',
+            '"a" "b"',
+            '"a": "b"',
+            '"a" # note',
+            '"a"  ',
+            '"unterminated',
+            "plain",
+            "123",
+            "[1, 2]",
+            "{}",
+            '&anchor "x"',
+            '!!str "x"',
+            "*nothing",
+            "",
+            '"a\r"',
+            '"\u2028"',
+        ]
+    ),
+)
+
+
+def _full(text: str) -> Any:
+    return _outcome(lambda: parse_yaml(text, "case", TemplateError))
+
+
+def _reused(base: str, text: str) -> Any:
+    from nemo_gym.orchestration.executors.otel._reparse import RenderingParser
+
+    parser = RenderingParser()
+    parser.parse(base, "key", "case", TemplateError)
+    return _outcome(lambda: parser.parse(text, "key", "case", TemplateError))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_reused_parse_is_the_full_parse(data: st.DataObject) -> None:
+    """Whatever a rendering changes (quoted values, other text, whole lines), parsing it after
+    an earlier rendering gives exactly what parsing it alone gives, error or data."""
+    base = data.draw(st.sampled_from(GOLDEN)).read_text(encoding="utf-8")
+    lines = base.split("\n")
+    for _ in range(data.draw(st.integers(1, 4))):
+        number = data.draw(st.integers(0, len(lines) - 1))
+        kind = data.draw(st.sampled_from(["value", "value", "tail", "line", "insert", "delete"]))
+        if kind == "value" and '"' in lines[number]:
+            lines[number] = lines[number][: lines[number].index('"')] + data.draw(_LINE_ENDINGS)
+        elif kind == "tail":
+            cut = data.draw(st.integers(0, len(lines[number])))
+            lines[number] = lines[number][:cut] + data.draw(_LINE_ENDINGS)
+        elif kind == "line":
+            lines[number] = data.draw(st.text(max_size=20))
+        elif kind == "insert":
+            lines.insert(number, data.draw(st.text(max_size=20)))
+        elif kind == "delete" and len(lines) > 1:
+            del lines[number]
+    text = "\n".join(lines)
+    assert _reused(base, text) == _full(text)
+
+
+@pytest.mark.parametrize(
+    ("base", "changed"),
+    [
+        # The anchored value changes; its alias must follow (the shortcut leaves it alone).
+        ('a: &x "one"\nb: *x\n', 'a: &x "two"\nb: *x\n'),
+        ('a: !!str "one"\n', 'a: !!str "two"\n'),
+        ('a: "one" # note\n', 'a: "two" # note\n'),
+        ('a: ["one",\n  "two"]\n', 'a: ["one",\n  "three"]\n'),
+        ('a:\n  - "one"\n  - "two"\n', 'a:\n  - "one"\n  - "three"\n'),
+        ('a: "one"\r\nb: "x"\r\n', 'a: "two"\r\nb: "x"\r\n'),
+        ('\ufeffa: "one"\n', '\ufeffa: "two"\n'),
+        ('a: "x"\nb: "caf\u00e9"\n', 'a: "y"\nb: "caf\u00e9"\n'),
+        ('a: "one"\n', 'a: "one"\n"b": 1\n'),
+        ('a: "one"\n', 'a: "on\\"e"\n'),
+        ('a: "one"\n', 'a: "a" \n'),
+        # Each guard of the shortcut, on a text that would parse differently without it.
+        ('a: ["one"]\nb: 1\n', 'a: ["x"\nb: 1\n'),  # the old value ended its line
+        ('a: &x "one"\nb: *x\n', 'a: "two"\nb: *x\n'),  # the old line had a quote there
+        ('x: 1\u2028a: "one"\nb: "two"\n', 'x: 1\u2028a: "one"\nb: "new"\n'),  # breaks
+        ('a: "one"\n', 'a: "one"\n\n'),  # as many lines
+    ],
+)
+def test_reused_parse_edge_cases(base: str, changed: str) -> None:
+    assert _reused(base, changed) == _full(changed)
+
+
+@pytest.mark.parametrize(
+    ("base", "changed", "expected"),
+    [
+        ('\u00e9: "one"\nb: [1]\n', '\u00e9: "two"\nb: [1]\n', {"\u00e9": "two", "b": [1]}),
+        ('a:\n  - "x"\n  - b: "y"\n', 'a:\n  - "x"\n  - b: "z"\n', {"a": ["x", {"b": "z"}]}),
+    ],
+)
+def test_a_changed_quoted_value_takes_the_shortcut(
+    base: str, changed: str, expected: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nemo_gym.orchestration.executors.otel import _reparse
+
+    parser = _reparse.RenderingParser()
+    parser.parse(base, "key", "case", TemplateError)
+    monkeypatch.setattr(_reparse, "parse_yaml_tree", None)  # a full parse would now fail
+    assert parser.parse(changed, "key", "case", TemplateError) == expected
+
+
+def test_renderings_of_two_benchmarks_share_one_full_parse(
+    example_config: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nemo_gym.orchestration.executors.otel import _reparse, render_collector_config
+
+    full_parses = []
+    original = _reparse.parse_yaml_tree
+    monkeypatch.setattr(
+        _reparse, "parse_yaml_tree", lambda *a: full_parses.append(a[0]) or original(*a)
+    )
+    monkeypatch.setattr(_reparse, "RENDERINGS", _reparse.RenderingParser())
+    first = render_collector_config(example_config, "aime25", "/runs/g1/aime25")
+    second = render_collector_config(
+        example_config, "livecodebench_v6", "/runs/g1/livecodebench_v6"
+    )
+    assert full_parses == [first]
+    assert second != first
+
+
+def test_a_reused_parse_leaves_the_earlier_data_alone() -> None:
+    from nemo_gym.orchestration.executors.otel._reparse import RenderingParser
+
+    base = GOLDEN[0].read_text(encoding="utf-8")
+    parser = RenderingParser()
+    first = parser.parse(base, "key", "case", TemplateError)
+    quoted = next(i for i, line in enumerate(base.split("\n")) if line.endswith('"'))
+    lines = base.split("\n")
+    lines[quoted] = lines[quoted][: lines[quoted].index('"')] + '"changed"'
+    second = parser.parse("\n".join(lines), "key", "case", TemplateError)
+    assert second != first
+    assert first == parse_yaml(base, "case", TemplateError)
+    assert second == parse_yaml("\n".join(lines), "case", TemplateError)
+
+
 # -- the atomic write -------------------------------------------------------------------------
 
 

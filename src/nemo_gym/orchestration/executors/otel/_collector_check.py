@@ -46,21 +46,30 @@ def signal_of(pipeline_id: str) -> str:
     return component_type(pipeline_id)
 
 
-def _expansion_violations(node: Any, path: list[Any]) -> Iterator[Violation]:
-    found: list[Violation] = []
-    _collect_expansion_violations(node, path, found)
-    return iter(found)
+def _walk_violations(config: Mapping[str, Any]) -> tuple[list[Violation], list[Violation]]:
+    """Keys that are not strings, and expansions other than ``${env:NAME}``, in one walk.
+
+    YAML reads ``on``, ``no`` or ``8080`` as a boolean or a number, and a JSON Schema only
+    speaks of string keys, so such keys are reported here instead of reaching it."""
+    keys: list[Violation] = []
+    expansions: list[Violation] = []
+    _walk(config, [], keys, expansions)
+    return keys, expansions
 
 
-def _collect_expansion_violations(node: Any, path: list[Any], found: list[Violation]) -> None:
-    """Every string value holding a ``$`` is checked; the walk builds a path only where one may
-    be needed (a whole config is walked on every render)."""
-    if isinstance(node, str):
-        if "$" in node:
-            found.extend(_string_expansion_violations(node, path))
-        return
+def _walk(node: Any, path: list[Any], keys: list[Violation], expansions: list[Violation]) -> None:
+    """Builds a path only where one may be needed (a whole config is walked on every render)."""
     if isinstance(node, Mapping):
         items: Any = node.items()
+        for key in node:
+            if not isinstance(key, str):
+                keys.append(
+                    Violation(
+                        dotted(path),
+                        f"has the key {key!r}, which YAML reads as {type(key).__name__}; "
+                        "quote it to make it a string",
+                    )
+                )
     elif isinstance(node, list):
         items = enumerate(node)
     else:
@@ -68,9 +77,9 @@ def _collect_expansion_violations(node: Any, path: list[Any], found: list[Violat
     for key, value in items:
         if isinstance(value, str):
             if "$" in value:
-                found.extend(_string_expansion_violations(value, [*path, key]))
+                expansions.extend(_string_expansion_violations(value, [*path, key]))
         elif isinstance(value, (dict, list, Mapping)):
-            _collect_expansion_violations(value, [*path, key], found)
+            _walk(value, [*path, key], keys, expansions)
 
 
 def _string_expansion_violations(node: str, path: list[Any]) -> Iterator[Violation]:
@@ -204,9 +213,9 @@ def _cycle_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
                 return
 
 
-def semantic_violations(config: Mapping[str, Any]) -> list[Violation]:
+def _semantic_violations(config: Mapping[str, Any], expansions: list[Violation]) -> list[Violation]:
     found = [
-        *_expansion_violations(config, []),
+        *expansions,
         *_reference_violations(config),
         *_connector_violations(config),
         *_cycle_violations(config),
@@ -220,11 +229,12 @@ def check_collector_config(config: Any, line: str, source: str = "collector conf
         raise CollectorConfigError(
             [Violation("", "a collector config must be a YAML mapping of sections")], source
         )
-    problems = schema_violations(config, f"collector-{line}.schema.json")
-    # Graph checks on a config whose shape is wrong would only repeat the schema's findings.
-    if not problems:
-        problems = semantic_violations(config)
+    keys, expansions = _walk_violations(config)
+    if keys:
+        problems = keys + expansions
     else:
-        problems += list(_expansion_violations(config, []))
+        problems = schema_violations(config, f"collector-{line}.schema.json")
+        # Graph checks on a config whose shape is wrong would only repeat the schema's findings.
+        problems = problems + expansions if problems else _semantic_violations(config, expansions)
     if problems:
         raise CollectorConfigError(problems, source)

@@ -52,6 +52,7 @@ _TYPES: dict[str, Check] = {
 }
 _SCALARS = (str, int, float, bool, type(None))
 _MEMBERS = ("properties", "patternProperties", "additionalProperties")
+_PLANS_KEPT = 4096  # keys remembered per mapping schema (component ids are user-chosen)
 
 
 class NotCompilable(Exception):
@@ -229,16 +230,25 @@ class _Compiler:
         if "prefixItems" in schema:
             raise NotCompilable("prefixItems")
         check = self.compile(schema["items"], base)
-        return lambda value: not isinstance(value, list) or all(check(item) for item in value)
+
+        def items(value: Any) -> bool:
+            if isinstance(value, list):
+                for item in value:
+                    if not check(item):
+                        return False
+            return True
+
+        return items
 
     def _required(self, schema: dict[str, Any], base: str) -> Check:
-        required = list(schema["required"])
-        return lambda value: not isinstance(value, dict) or all(key in value for key in required)
+        required = frozenset(schema["required"])
+        return lambda value: not isinstance(value, dict) or required <= value.keys()
 
     def _members(self, schema: dict[str, Any], base: str) -> Check:
         """``properties``, ``patternProperties`` and ``additionalProperties`` in one pass over the
         mapping; a key not in ``properties`` is additional unless the patterns joined with ``|``
-        match it, as in jsonschema."""
+        match it, as in jsonschema. Which subschemas apply depends on the key alone, so each
+        key's list is worked out once (the same keys recur in every config)."""
         properties = {
             key: self.compile(sub, base) for key, sub in schema.get("properties", {}).items()
         }
@@ -250,24 +260,29 @@ class _Compiler:
             if "additionalProperties" in schema
             else None
         )
+        plans: dict[str, tuple[Check, ...]] = {}
+
+        def plan(key: str) -> tuple[Check, ...]:
+            found = [sub for sub in (properties.get(key),) if sub is not None]
+            found += [sub for regex, sub in patterns if regex.search(key)]
+            if (
+                additional is not None
+                and key not in properties
+                and not (any_pattern and any_pattern.search(key))
+            ):
+                found.append(additional)
+            if len(plans) < _PLANS_KEPT:
+                plans[key] = tuple(found)
+            return tuple(found)
 
         def check(value: Any) -> bool:
             if not isinstance(value, dict):
                 return True
             for key, item in value.items():
-                sub = properties.get(key)
-                if sub is not None and not sub(item):
-                    return False
-                for regex, pattern_sub in patterns:
-                    if regex.search(key) and not pattern_sub(item):
+                subs = plans.get(key)
+                for sub in plan(key) if subs is None else subs:
+                    if not sub(item):
                         return False
-                if (
-                    additional is not None
-                    and sub is None
-                    and not (any_pattern and any_pattern.search(key))
-                    and not additional(item)
-                ):
-                    return False
             return True
 
         return check
@@ -277,8 +292,7 @@ class _Compiler:
         return lambda value: not isinstance(value, dict) or all(sub(key) for key in value)
 
     def _all_of(self, schema: dict[str, Any], base: str) -> Check:
-        subs = [self.compile(s, base) for s in schema["allOf"]]
-        return lambda value: all(sub(value) for sub in subs)
+        return _chain([self.compile(s, base) for s in schema["allOf"]])
 
     def _any_of(self, schema: dict[str, Any], base: str) -> Check:
         subs = [self.compile(s, base) for s in schema["anyOf"]]

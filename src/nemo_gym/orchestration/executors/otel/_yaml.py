@@ -3,15 +3,20 @@
 PyYAML keeps the last of two equal keys without a word; in a config that silently drops a
 setting, so a duplicate is reported like any syntax error, with its line.
 
-The C parser builds the node tree; turning nodes into Python data is PyYAML's pure-Python
-constructor, which costs as much again. A rendered config is a plain tree (mappings, sequences
-and scalars, no anchors, aliases, merge keys or custom tags), and for such a tree ``plain``
-builds the same data directly, calling PyYAML's own constructor for every scalar that is not a
-string. Anything else in the tree hands the whole document to PyYAML's constructor.
+The C parser builds the node tree, but for every node it calls three resolver methods written
+in Python, and those calls cost more than the parsing itself. Without path resolvers (a safe
+loader has none) a node's tag depends only on its kind, value and implicitness, and the two
+path-tracking calls do nothing; the loader below answers the first from a cache and skips the
+others. Turning nodes into Python data is PyYAML's pure-Python constructor, which costs as much
+again. A rendered config is a plain tree (mappings, sequences and scalars, no anchors, aliases,
+merge keys or custom tags), and for such a tree ``plain`` builds the same data directly, calling
+PyYAML's own constructor for every scalar that is not a string. Anything else in the tree hands
+the whole document to PyYAML's constructor.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +51,14 @@ def _loader_class() -> type:
                 seen.add(key)
             return super().construct_mapping(node, deep=deep)
 
+    resolver = yaml.resolver.Resolver
+    if (
+        base.yaml_implicit_resolvers is resolver.yaml_implicit_resolvers
+        and not base.yaml_path_resolvers
+    ):
+        StrictLoader.resolve = staticmethod(functools.lru_cache(maxsize=4096)(resolver().resolve))
+        StrictLoader.descend_resolver = staticmethod(lambda node, index: None)
+        StrictLoader.ascend_resolver = staticmethod(lambda: None)
     return StrictLoader
 
 
@@ -99,16 +112,16 @@ def _plain_constructor() -> Callable[[Any, Any], Any]:
     return lambda loader, node: plain(loader, node, set())
 
 
-def _load(text: str, loader_class: type, plain: Callable[[Any, Any], Any]) -> Any:
+def _load(text: str, loader_class: type, plain: Callable[[Any, Any], Any]) -> tuple[Any, Any]:
     loader = loader_class(text)
     try:
         node = loader.get_single_node()
         if node is None:
-            return None
+            return None, None
         try:
-            return plain(loader, node)
+            return plain(loader, node), node
         except _NotPlain:
-            return loader.construct_document(node)
+            return loader.construct_document(node), None
     finally:
         loader.dispose()
 
@@ -119,6 +132,14 @@ _PLAIN: Callable[[Any, Any], Any] | None = None
 
 def parse_yaml(text: str, source: str, error: Callable[[str, str], OtelConfigError]) -> Any:
     """Parse one YAML document; a syntax error becomes ``error(path, message)`` naming ``source:line``."""
+    return parse_yaml_tree(text, source, error)[0]
+
+
+def parse_yaml_tree(
+    text: str, source: str, error: Callable[[str, str], OtelConfigError]
+) -> tuple[Any, Any]:
+    """``parse_yaml`` and the node tree the data was built from, when it is a plain tree (else
+    None): the nodes say where each value sits in the text."""
     import yaml
 
     global _LOADER, _PLAIN
