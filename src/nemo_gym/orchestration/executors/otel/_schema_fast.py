@@ -127,14 +127,23 @@ def _size(
 
 
 def _chain(checks: list[Check]) -> Check:
-    """All of ``checks``, as nested ``and`` (no generator per call: this is the hot path)."""
+    """All of ``checks``, in one frame (no generator per call: this is the hot path)."""
     if not checks:
         return _always
-    first = checks[0]
     if len(checks) == 1:
-        return first
-    rest = _chain(checks[1:])
-    return lambda value: first(value) and rest(value)
+        return checks[0]
+    if len(checks) == 2:
+        first, second = checks
+        return lambda value: first(value) and second(value)
+    chained = tuple(checks)
+
+    def all_of(value: Any) -> bool:
+        for check in chained:
+            if not check(value):
+                return False
+        return True
+
+    return all_of
 
 
 class _Compiler:
@@ -216,7 +225,14 @@ class _Compiler:
 
     def _enum(self, schema: dict[str, Any], base: str) -> Check:
         options = _scalars(schema["enum"], "enum")
-        return lambda value: any(_equal_scalar(value, option) for option in options)
+        strings = frozenset(option for option in options if isinstance(option, str))
+
+        def enum(value: Any) -> bool:
+            if type(value) is str:  # a string equals only strings: one set lookup
+                return value in strings
+            return any(_equal_scalar(value, option) for option in options)
+
+        return enum
 
     def _const(self, schema: dict[str, Any], base: str) -> Check:
         (expected,) = _scalars([schema["const"]], "const")
@@ -295,8 +311,15 @@ class _Compiler:
         return _chain([self.compile(s, base) for s in schema["allOf"]])
 
     def _any_of(self, schema: dict[str, Any], base: str) -> Check:
-        subs = [self.compile(s, base) for s in schema["anyOf"]]
-        return lambda value: any(sub(value) for sub in subs)
+        subs = tuple(self.compile(s, base) for s in schema["anyOf"])
+
+        def any_of(value: Any) -> bool:
+            for sub in subs:
+                if sub(value):
+                    return True
+            return False
+
+        return any_of
 
     def _one_of(self, schema: dict[str, Any], base: str) -> Check:
         subs = [self.compile(s, base) for s in schema["oneOf"]]

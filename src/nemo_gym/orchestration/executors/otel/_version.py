@@ -1,18 +1,16 @@
-"""The installed package's version, read lazily (importlib.metadata costs a few milliseconds)."""
+"""The package's version, kept here and read by the build (``[tool.hatch.version]``).
+
+A constant rather than ``importlib.metadata``: that import alone (email, csv, socket...) cost
+a submission's first render tens of milliseconds.
+"""
 
 from __future__ import annotations
 
-import functools
+__version__ = "0.1.0"
 
 
-@functools.cache
 def package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("nemo-gym-otel")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0+unknown"
+    return __version__
 
 
 def package_version_tuple() -> tuple[int, int, int]:
