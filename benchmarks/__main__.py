@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             (f"500 jobs written (goal < 2 s), {w['written']} files each", describe(w["total"])),
             ("first job (loads jinja2, compiles templates)", describe(w["first"], 1)),
             ("per job after the first", describe(w["per_job"])),
+            ("  of which rendering and checking (same jobs, no write)", describe(w["render_only"])),
         ]
     if "import" in args.only:
         from .render import import_cost

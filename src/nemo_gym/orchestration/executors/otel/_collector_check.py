@@ -58,27 +58,28 @@ def _walk_violations(config: Mapping[str, Any]) -> tuple[list[Violation], list[V
 
 
 def _walk(node: Any, path: list[Any], keys: list[Violation], expansions: list[Violation]) -> None:
-    """Builds a path only where one may be needed (a whole config is walked on every render)."""
-    if isinstance(node, Mapping):
+    """Builds a path only for a container or a problem (a whole config is walked on every
+    render, so exact types are tested before the slower abstract ``Mapping``)."""
+    mapping = type(node) is dict or (type(node) is not list and isinstance(node, Mapping))
+    if mapping:
         items: Any = node.items()
-        for key in node:
-            if not isinstance(key, str):
-                keys.append(
-                    Violation(
-                        dotted(path),
-                        f"has the key {key!r}, which YAML reads as {type(key).__name__}; "
-                        "quote it to make it a string",
-                    )
-                )
     elif isinstance(node, list):
         items = enumerate(node)
     else:
         return
     for key, value in items:
+        if mapping and not isinstance(key, str):
+            keys.append(
+                Violation(
+                    dotted(path),
+                    f"has the key {key!r}, which YAML reads as {type(key).__name__}; "
+                    "quote it to make it a string",
+                )
+            )
         if isinstance(value, str):
             if "$" in value:
                 expansions.extend(_string_expansion_violations(value, [*path, key]))
-        elif isinstance(value, (dict, list, Mapping)):
+        elif type(value) in (dict, list) or isinstance(value, (Mapping, list)):
             _walk(value, [*path, key], keys, expansions)
 
 

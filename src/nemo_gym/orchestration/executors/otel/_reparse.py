@@ -9,14 +9,16 @@ Why that is the same as parsing: lines before a changed line are identical, so t
 reaches it in the same state; on the changed line the text before the value is identical, and
 in both texts the rest of the line is exactly one double-quoted scalar, closed on that line.
 The tokens of the two texts therefore differ only in that scalar's value, and so does the data.
-Anything outside that shape (a changed line that is not such a value, a value holding an
-escape or a non-ASCII character, an aliased value, a different number of lines, line breaks
-other than ``\\n``) is parsed in full, which also gives a broken text its usual error.
+Anything outside that shape (a changed line that is not such a value, a new value holding an
+escape or a non-ASCII character, a value with an anchor or a tag, a different number of lines,
+line breaks other than ``\\n``) is parsed in full, which also gives a broken text its usual
+error. ``tests/test_fast_paths.py`` compares both ways on mutated renderings.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,8 +45,9 @@ def _quoted_values(
     node: Any, data: Any, lines: list[str]
 ) -> dict[int, tuple[int, tuple[Any, ...]]]:
     """Each line whose rest, from some column, is one double-quoted string value, with that
-    column (in characters, as YAML marks count) and the value's path in the data. A value with an anchor or a tag is left out
-    (its node starts at the ``&`` or ``!``), so no alias shares a value that may change."""
+    column (in characters, as YAML marks count) and the value's path in the data. A value with
+    an anchor or a tag is left out (its node starts at the ``&`` or ``!``), so no alias shares
+    a value that may change."""
     from yaml import MappingNode, ScalarNode, SequenceNode
 
     found: dict[int, tuple[int, tuple[Any, ...]]] = {}
@@ -86,6 +89,7 @@ class RenderingParser:
 
     def __init__(self) -> None:
         self._parsed: dict[Any, _Parsed] = {}
+        self._lock = threading.Lock()  # an executor may render from several threads
 
     def parse(
         self, text: str, key: Any, source: str, error: Callable[[str, str], OtelConfigError]
@@ -98,9 +102,11 @@ class RenderingParser:
         data, node = parse_yaml_tree(text, source, error)
         if node is not None and not any(b in text for b in _OTHER_BREAKS):
             lines = text.split("\n")
-            if len(self._parsed) >= _KEEP and key not in self._parsed:
-                del self._parsed[next(iter(self._parsed))]
-            self._parsed[key] = _Parsed(lines, data, _quoted_values(node, data, lines))
+            parsed = _Parsed(lines, data, _quoted_values(node, data, lines))
+            with self._lock:
+                if len(self._parsed) >= _KEEP and key not in self._parsed:
+                    del self._parsed[next(iter(self._parsed))]
+                self._parsed[key] = parsed
         return data
 
 
