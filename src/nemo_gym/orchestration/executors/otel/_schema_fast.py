@@ -127,7 +127,8 @@ def _size(
 
 
 def _chain(checks: list[Check]) -> Check:
-    """All of ``checks``, in one frame (no generator per call: this is the hot path)."""
+    """All of ``checks``: two as one ``and``, more in one generator (the hot path: the fewer
+    frames per value, the faster)."""
     if not checks:
         return _always
     if len(checks) == 1:
@@ -136,14 +137,7 @@ def _chain(checks: list[Check]) -> Check:
         first, second = checks
         return lambda value: first(value) and second(value)
     chained = tuple(checks)
-
-    def all_of(value: Any) -> bool:
-        for check in chained:
-            if not check(value):
-                return False
-        return True
-
-    return all_of
+    return lambda value: all(check(value) for check in chained)
 
 
 class _Compiler:
@@ -312,14 +306,7 @@ class _Compiler:
 
     def _any_of(self, schema: dict[str, Any], base: str) -> Check:
         subs = tuple(self.compile(s, base) for s in schema["anyOf"])
-
-        def any_of(value: Any) -> bool:
-            for sub in subs:
-                if sub(value):
-                    return True
-            return False
-
-        return any_of
+        return lambda value: any(sub(value) for sub in subs)
 
     def _one_of(self, schema: dict[str, Any], base: str) -> Check:
         subs = [self.compile(s, base) for s in schema["oneOf"]]
