@@ -273,17 +273,19 @@ class _Compiler:
         plans: dict[str, tuple[Check, ...]] = {}
 
         def plan(key: str) -> tuple[Check, ...]:
-            found = [sub for sub in (properties.get(key),) if sub is not None]
+            own = properties.get(key)
+            found = [] if own is None else [own]
             found += [sub for regex, sub in patterns if regex.search(key)]
             if (
                 additional is not None
-                and key not in properties
+                and own is None
                 and not (any_pattern and any_pattern.search(key))
             ):
                 found.append(additional)
+            planned = tuple(found)
             if len(plans) < _PLANS_KEPT:
-                plans[key] = tuple(found)
-            return tuple(found)
+                plans[key] = planned
+            return planned
 
         def check(value: Any) -> bool:
             if not isinstance(value, dict):
