@@ -334,13 +334,14 @@ def test_a_reused_parse_leaves_the_earlier_data_alone() -> None:
     base = GOLDEN[0].read_text(encoding="utf-8")
     parser = RenderingParser()
     first = parser.parse(base, "key", "case", TemplateError)
-    quoted = next(i for i, line in enumerate(base.split("\n")) if line.endswith('"'))
     lines = base.split("\n")
+    quoted = next(i for i, line in enumerate(lines) if line.endswith('"'))
     lines[quoted] = lines[quoted][: lines[quoted].index('"')] + '"changed"'
-    second = parser.parse("\n".join(lines), "key", "case", TemplateError)
+    changed = "\n".join(lines)
+    second = parser.parse(changed, "key", "case", TemplateError)
     assert second != first
     assert first == parse_yaml(base, "case", TemplateError)
-    assert second == parse_yaml("\n".join(lines), "case", TemplateError)
+    assert second == parse_yaml(changed, "case", TemplateError)
 
 
 # -- the atomic write -------------------------------------------------------------------------

@@ -24,13 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._errors import OtelConfigError
-from ._yaml import parse_yaml_tree
+from ._yaml import STR_TAG, parse_yaml_tree
 
 # One double-quoted scalar of printable ASCII without escapes: its value is the text between
 # the quotes, whatever the context.
 _SIMPLE_QUOTED = re.compile(r'"[ !#-\[\]-~]*"')
 _OTHER_BREAKS = ("\r", "\x85", "\u2028", "\u2029", "\ufeff")  # \ufeff: a BOM shifts columns
-_STR = "tag:yaml.org,2002:str"
 _KEEP = 16  # earlier full parses kept, one per template
 
 
@@ -60,7 +59,7 @@ def _quoted_values(
         elif type(node) is SequenceNode:
             for index, item in enumerate(node.value):
                 visit(item, data[index], (*path, index))
-        elif type(node) is ScalarNode and node.style == '"' and node.tag == _STR:
+        elif type(node) is ScalarNode and node.style == '"' and node.tag == STR_TAG:
             start, end = node.start_mark, node.end_mark
             line = lines[start.line]
             if start.line == end.line and end.column == len(line) and line[start.column] == '"':

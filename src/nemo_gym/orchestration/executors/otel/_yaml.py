@@ -22,7 +22,7 @@ from typing import Any
 
 from ._errors import OtelConfigError
 
-_STR = "tag:yaml.org,2002:str"
+STR_TAG = "tag:yaml.org,2002:str"
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
 _MERGE = "tag:yaml.org,2002:merge"
@@ -77,7 +77,7 @@ def _plain_constructor() -> Callable[[Any, Any], Any]:
 
     def scalar(loader: Any, node: Any) -> Any:
         tag = node.tag
-        if tag == _STR:
+        if tag == STR_TAG:
             return node.value
         construct = loader.yaml_constructors.get(tag)
         if construct is None or tag in (_MAP, _SEQ):
@@ -103,7 +103,7 @@ def _plain_constructor() -> Callable[[Any, Any], Any]:
                     raise _duplicate(key, key_node)
                 data[key] = (
                     value_node.value
-                    if type(value_node) is ScalarNode and value_node.tag == _STR
+                    if type(value_node) is ScalarNode and value_node.tag == STR_TAG
                     else plain(loader, value_node, seen)
                 )
             return data
