@@ -22,7 +22,6 @@ import json
 import os
 import queue
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,8 +35,9 @@ from typing import Any
 
 import psutil
 import yaml
-from support.e2e_job import Collector, collector_release
+from support.e2e_job import Collector, collector_release, port_is_free
 from support.e2e_services import FixtureExporter
+from support.otelcol import build_collector
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors.otel import (
@@ -52,7 +52,6 @@ from ._stats import Sample
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "submit.yaml"
-BUILD = REPO / "tools" / "build-otelcol"
 LINES = ("current", "legacy")
 COMBINATIONS = {"otlp_http+file": ["otlp_http", "file"], "file": ["file"]}
 DEFAULT_COMBINATION = "otlp_http+file"
@@ -106,16 +105,10 @@ def collector_binary(line: str) -> Path:
             _log(f"waiting for the {line} collector build already in progress")
             announced = True
         time.sleep(5)
-    result = subprocess.run(
-        [sys.executable, str(BUILD), line],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"tools/build-otelcol {line} failed:\n{result.stderr[-2000:]}")
-    return Path(result.stdout.strip().splitlines()[-1])
+    binary, error = build_collector(line)
+    if binary is None:
+        raise RuntimeError(f"tools/build-otelcol {line} failed:\n{error}")
+    return binary
 
 
 # -- the load generator process ---------------------------------------------------------------
@@ -170,14 +163,7 @@ class Generator:
 def _wait_ports_free(ports: tuple[int, ...]) -> None:
     deadline = time.monotonic() + PORT_WAIT_SECONDS
     while True:
-        busy = []
-        for port in ports:
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                try:
-                    probe.bind(("127.0.0.1", port))
-                except OSError:
-                    busy.append(port)
+        busy = [port for port in ports if not port_is_free(port)]
         if not busy:
             return
         if time.monotonic() > deadline:
@@ -585,7 +571,7 @@ def collector_load(quick: bool) -> dict[str, Any]:
     for line in LINES:
         try:
             binaries[line] = collector_binary(line)
-        except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+        except RuntimeError as exc:
             missing[line] = str(exc)
             _log(f"{line}: no collector, not measured: {exc}")
     results = []

@@ -170,16 +170,22 @@ def wait_for(
         time.sleep(interval)
 
 
-def _require_free(port: int) -> None:
+def port_is_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         # Like the collector's own listener: a closed connection in TIME_WAIT does not count.
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:
-            pytest.fail(
-                f"port {port} is in use: the templates fix it, so stop whatever holds it (another collector?)"
-            )
+            return False
+        return True
+
+
+def _require_free(port: int) -> None:
+    if not port_is_free(port):
+        pytest.fail(
+            f"port {port} is in use: the templates fix it, so stop whatever holds it (another collector?)"
+        )
 
 
 def _health_ok() -> bool:

@@ -23,7 +23,8 @@ def collector_lines() -> list[str]:
 
 
 @functools.cache
-def _build(line: str) -> tuple[Path | None, str]:
+def build_collector(line: str) -> tuple[Path | None, str]:
+    """``tools/build-otelcol LINE``: the binary, or None and the end of the tool's error output."""
     try:
         result = subprocess.run(
             [str(BUILD), line], capture_output=True, text=True, timeout=1800, check=False
@@ -36,7 +37,7 @@ def _build(line: str) -> tuple[Path | None, str]:
 
 
 def collector_binary(line: str) -> Path:
-    binary, error = _build(line)
+    binary, error = build_collector(line)
     if binary is not None:
         return binary
     message = f"no {line} collector: {error}\nInstall Go 1.25+ and run tools/build-otelcol {line} to enable this test."
