@@ -100,7 +100,7 @@ def render_collector_config(
     templates. A violation raises: a broken template or override never reaches a job directory.
     """
     from ._collector_check import check_collector_config
-    from ._reparse import RENDERINGS
+    from ._yaml import parse_yaml
 
     bench_dir = _check_render_inputs(config, benchmark_name, os.fspath(remote_bench_dir))
     info, line = select_template(config, template_dirs)
@@ -116,7 +116,7 @@ def render_collector_config(
     context = template_context(config, benchmark_name, bench_dir, meta)
     text = template_set(search_path(template_dirs)).render(info, context)
     source = f"rendered {info.name}"
-    parsed = RENDERINGS.parse(text, (info.origin, info.name), source, TemplateError)
+    parsed = parse_yaml(text, source, TemplateError)
     try:
         check_collector_config(parsed, line, source)
     except CollectorConfigError as exc:

@@ -51,11 +51,15 @@ def _validator(schema_name: str) -> Any:
 
 
 @functools.cache
-def _valid(schema_name: str) -> Callable[[Any], bool] | None:
-    """The compiled yes/no check of a schema (None when it cannot be compiled)."""
-    from ._schema_fast import compile_schema
+def _is_valid(schema_name: str) -> Callable[[Any], bool]:
+    """The yes/no answer from jsonschema-rs (compiled Rust): a valid document, the common case,
+    never reaches the Python validator, which only runs to explain a failure."""
+    import jsonschema_rs
 
-    return compile_schema(load_schema(schema_name), _registry())
+    by_id = {load_schema(name).get("$id", name): load_schema(name) for name in schema_names()}
+    return jsonschema_rs.Draft202012Validator(
+        load_schema(schema_name), retriever=by_id.__getitem__
+    ).is_valid
 
 
 def describe(value: Any) -> str:
@@ -149,12 +153,13 @@ def _message(error: Any) -> str:
 def violations(instance: Any, schema_name: str) -> list[Violation]:
     """Every schema violation of ``instance``, sorted by path, with duplicates removed.
 
-    A valid instance, the common case, is recognised by the compiled check alone; jsonschema
-    then only runs to explain an invalid one.
+    A valid instance is recognised by jsonschema-rs alone; jsonschema only explains an invalid one.
     """
-    valid = _valid(schema_name)
-    if valid is not None and valid(instance):
-        return []
+    try:
+        if _is_valid(schema_name)(instance):
+            return []
+    except ValueError:  # a value JSON has no type for (a YAML date, a set): jsonschema names it
+        pass
     found: dict[tuple[str, str], Violation] = {}
     for raw in _validator(schema_name).iter_errors(instance):
         error = _deepest(raw)

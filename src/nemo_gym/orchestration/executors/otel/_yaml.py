@@ -3,12 +3,8 @@
 PyYAML keeps the last of two equal keys without a word; in a config that silently drops a
 setting, so a duplicate is reported like any syntax error, with its line.
 
-The C parser builds the node tree, but for every node it calls three resolver methods written
-in Python, and those calls cost more than the parsing itself. Without path resolvers (a safe
-loader has none) a node's tag depends only on its kind, value and implicitness, and the two
-path-tracking calls do nothing; the loader below answers the first from a cache and skips the
-others. Turning nodes into Python data is PyYAML's pure-Python constructor, which costs as much
-again. A rendered config is a plain tree (mappings, sequences and scalars, no anchors, aliases,
+PyYAML's C parser builds the node tree; turning nodes into Python data is PyYAML's pure-Python
+constructor, which costs several times the parse. A rendered config is a plain tree (mappings, sequences and scalars, no anchors, aliases,
 merge keys or custom tags), and for such a tree ``plain`` builds the same data directly, calling
 PyYAML's own constructor for every scalar that is not a string. Anything else in the tree hands
 the whole document to PyYAML's constructor.
@@ -22,7 +18,7 @@ from typing import Any
 
 from ._errors import OtelConfigError
 
-STR_TAG = "tag:yaml.org,2002:str"
+_STR = "tag:yaml.org,2002:str"
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
 _MERGE = "tag:yaml.org,2002:merge"
@@ -41,6 +37,8 @@ def _loader_class() -> type:
         def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
             seen: set[Any] = set()
             for key_node, _ in node.value:
+                if key_node.tag == _MERGE:
+                    continue  # merged keys may be overridden; PyYAML merges them below
                 key = self.construct_object(key_node, deep=True)
                 try:
                     duplicate = key in seen
@@ -51,14 +49,6 @@ def _loader_class() -> type:
                 seen.add(key)
             return super().construct_mapping(node, deep=deep)
 
-    resolver = yaml.resolver.Resolver
-    if (
-        base.yaml_implicit_resolvers is resolver.yaml_implicit_resolvers
-        and not base.yaml_path_resolvers
-    ):
-        StrictLoader.resolve = staticmethod(functools.lru_cache(maxsize=4096)(resolver().resolve))
-        StrictLoader.descend_resolver = staticmethod(lambda node, index: None)
-        StrictLoader.ascend_resolver = staticmethod(lambda: None)
     return StrictLoader
 
 
@@ -77,7 +67,7 @@ def _plain_constructor() -> Callable[[Any, Any], Any]:
 
     def scalar(loader: Any, node: Any) -> Any:
         tag = node.tag
-        if tag == STR_TAG:
+        if tag == _STR:
             return node.value
         construct = loader.yaml_constructors.get(tag)
         if construct is None or tag in (_MAP, _SEQ):
@@ -103,7 +93,7 @@ def _plain_constructor() -> Callable[[Any, Any], Any]:
                     raise _duplicate(key, key_node)
                 data[key] = (
                     value_node.value
-                    if type(value_node) is ScalarNode and value_node.tag == STR_TAG
+                    if type(value_node) is ScalarNode and value_node.tag == _STR
                     else plain(loader, value_node, seen)
                 )
             return data
@@ -112,41 +102,31 @@ def _plain_constructor() -> Callable[[Any, Any], Any]:
     return lambda loader, node: plain(loader, node, set())
 
 
-def _load(text: str, loader_class: type, plain: Callable[[Any, Any], Any]) -> tuple[Any, Any]:
+def _load(text: str, loader_class: type, plain: Callable[[Any, Any], Any]) -> Any:
     loader = loader_class(text)
     try:
         node = loader.get_single_node()
         if node is None:
-            return None, None
+            return None
         try:
-            return plain(loader, node), node
+            return plain(loader, node)
         except _NotPlain:
-            return loader.construct_document(node), None
+            return loader.construct_document(node)
     finally:
         loader.dispose()
 
 
-_LOADER: type | None = None
-_PLAIN: Callable[[Any, Any], Any] | None = None
+@functools.cache
+def _parts() -> tuple[type, Callable[[Any, Any], Any]]:
+    return _loader_class(), _plain_constructor()
 
 
 def parse_yaml(text: str, source: str, error: Callable[[str, str], OtelConfigError]) -> Any:
     """Parse one YAML document; a syntax error becomes ``error(path, message)`` naming ``source:line``."""
-    return parse_yaml_tree(text, source, error)[0]
-
-
-def parse_yaml_tree(
-    text: str, source: str, error: Callable[[str, str], OtelConfigError]
-) -> tuple[Any, Any]:
-    """``parse_yaml`` and the node tree the data was built from, when it is a plain tree (else
-    None): the nodes say where each value sits in the text."""
     import yaml
 
-    global _LOADER, _PLAIN
-    if _LOADER is None or _PLAIN is None:
-        _LOADER, _PLAIN = _loader_class(), _plain_constructor()
     try:
-        return _load(text, _LOADER, _PLAIN)
+        return _load(text, *_parts())
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}" if mark is not None else source
