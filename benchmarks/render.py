@@ -17,7 +17,10 @@ import yaml
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors import otel
-from nemo_gym.orchestration.executors.otel._context import policy_model_name, submitting_user
+from nemo_gym.orchestration.executors.otel._templating.context import (
+    policy_model_name,
+    submitting_user,
+)
 
 from ._stats import Sample, time_calls
 

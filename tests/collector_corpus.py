@@ -16,17 +16,14 @@ from typing import Any
 
 import yaml
 from conftest import fixture_configs
-from render_helpers import line_versions, render_variants
+from render_helpers import line_metadata, line_versions, render_variants
 
 from nemo_gym.orchestration.api import SubmitConfig
 
 Doc = dict[str, Any]
 SECTIONS = ("receivers", "processors", "exporters", "connectors", "extensions")
-# Component type names per line, as the templates write them.
-NAMES = {
-    "current": {"otlp_http": "otlp_http", "span_metrics": "span_metrics"},
-    "legacy": {"otlp_http": "otlphttp", "span_metrics": "spanmetrics"},
-}
+# Component type names per line, from each line's line.yaml.
+NAMES = {line: meta["names"] for line, meta in line_metadata().items()}
 
 # Where the package is stricter than the collector on purpose: case id -> why. Every other case
 # must be judged alike by both.

@@ -6,6 +6,8 @@ import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
+import yaml
+
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors.otel import render_collector_config
 
@@ -13,14 +15,17 @@ REPO = Path(__file__).resolve().parents[1]
 COMBINATIONS = ("otlp_http+file", "otlp_http", "file")
 
 
+def line_metadata() -> dict[str, dict]:
+    """Each built-in line's ``line.yaml``, by line name."""
+    return {
+        path.parent.name: yaml.safe_load(path.read_text(encoding="utf-8"))
+        for path in sorted((REPO / "templates").glob("*/line.yaml"))
+    }
+
+
 def line_versions() -> dict[str, str]:
-    """Each built-in line and the lowest collector release its front matter claims."""
-    versions = {}
-    for template in sorted((REPO / "templates").glob("*/otlp_http+file.yaml.j2")):
-        for raw in template.read_text(encoding="utf-8").splitlines():
-            if raw.startswith("collector_min:"):
-                versions[template.parent.name] = raw.split(":", 1)[1].strip()
-    return versions
+    """Each built-in line and the lowest collector release its ``line.yaml`` claims."""
+    return {name: str(meta["collector_min"]) for name, meta in line_metadata().items()}
 
 
 def variant(config: SubmitConfig, line_version: str, combination: str) -> SubmitConfig:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import copy
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from nemo_gym.orchestration import api
 from nemo_gym.orchestration.executors import otel
@@ -194,7 +196,7 @@ def test_policy_model_name(example_mapping: dict) -> None:
     assert otel._policy_model_name(SubmitConfig.from_dict(example_mapping)) is None
 
 
-def test_render_checks_benchmark_dir_and_interval(example_mapping: dict) -> None:
+def test_render_checks_its_own_arguments(example_mapping: dict) -> None:
     config = SubmitConfig.from_dict(example_mapping)
     with pytest.raises(SubmitConfigError, match=r"not one of driver\.benchmarks") as caught:
         otel.render_collector_config(config, "gsm8k", "/runs/g1/gsm8k")
@@ -202,16 +204,53 @@ def test_render_checks_benchmark_dir_and_interval(example_mapping: dict) -> None
     with pytest.raises(SubmitConfigError, match="absolute") as caught:
         otel.render_collector_config(config, "aime25", "runs/g1/aime25")
     assert caught.value.path == "remote_bench_dir"
+
+
+def test_the_interval_bound_is_enforced_at_construction(
+    example_mapping: dict, tmp_path: Path
+) -> None:
+    """A SubmitConfig that exists obeys every rule that needs only the config."""
     example_mapping["otel"]["scrape_interval_seconds"] = 21
+    path = tmp_path / "submit.yaml"
+    path.write_text(yaml.safe_dump(example_mapping), encoding="utf-8")
     with pytest.raises(SubmitConfigError, match=r"at most 20") as caught:
-        otel.render_collector_config(
-            SubmitConfig.from_dict(example_mapping), "aime25", "/runs/g1/aime25"
-        )
+        SubmitConfig.from_yaml(path)
     assert caught.value.path == "otel.scrape_interval_seconds"
     example_mapping["otel"]["scrape_interval_seconds"] = 20
     assert "20s" in otel.render_collector_config(
         SubmitConfig.from_dict(example_mapping), "aime25", "/runs/g1/aime25"
     )
+
+
+def test_errors_carry_their_violations_as_data(example_mapping: dict) -> None:
+    example_mapping["otel"]["endpont"] = "x"
+    example_mapping["otel"]["scrape_interval_seconds"] = "15s"
+    with pytest.raises(SubmitConfigError) as caught:
+        SubmitConfig.from_dict(example_mapping)
+    assert [v.path for v in caught.value.violations] == [
+        "otel.endpont",
+        "otel.scrape_interval_seconds",
+    ]
+    assert (caught.value.path, caught.value.message) == (
+        caught.value.violations[0].path,
+        caught.value.violations[0].message,
+    )
+    single = SubmitConfigError("otel.endpoint", "is wrong")
+    assert single.violations == (otel.Violation("otel.endpoint", "is wrong"),)
+    assert str(single) == "otel.endpoint: is wrong"
+
+
+def test_type_checkers_see_exactly_the_public_table() -> None:
+    """The names imported for type checkers are the table's, so the two cannot drift apart."""
+    tree = ast.parse(Path(otel.__file__).read_text(encoding="utf-8"))
+    guarded = next(n for n in tree.body if isinstance(n, ast.If))
+    imported = {
+        alias.asname or alias.name
+        for node in guarded.body
+        if isinstance(node, ast.ImportFrom) and node.module != "typing"
+        for alias in node.names
+    }
+    assert imported == set(otel._LAZY)
 
 
 def test_submit_config_is_frozen_and_filled_with_defaults(example_mapping: dict) -> None:
@@ -245,7 +284,7 @@ def test_import_is_cheap() -> None:
     """jinja2, jsonschema and yaml load on first use, not on import (the executor imports us always)."""
     code = (
         "import sys; import nemo_gym.orchestration.executors.otel; import nemo_gym.orchestration.api; "
-        "print(sorted(m for m in ('jinja2', 'jsonschema', 'yaml', 'referencing') if m in sys.modules))"
+        "print(sorted(m for m in ('jinja2', 'jsonschema', 'jsonschema_rs', 'yaml', 'referencing') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

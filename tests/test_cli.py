@@ -401,11 +401,7 @@ def test_check_fails_on_an_invalid_config(tmp_path: Path) -> None:
 
 OVERRIDE_FRONT_MATTER = """\
 {#- nemo-gym-otel
-line: current
-combination: file
 template_version: broken-1
-collector_min: 0.151.0
-collector_max:
 requires_package: 0.1.0
 -#}
 {% extends "builtin/current/file.yaml.j2" %}
@@ -421,7 +417,7 @@ requires_package: 0.1.0
             "service.telemetry.logs.level: ",
         ),
         # Does not even compile: the error names the template and its line.
-        ("{% block telemetry %}\n    {{ 1 + }}\n{% endblock %}\n", "current/file.yaml.j2:11"),
+        ("{% block telemetry %}\n    {{ 1 + }}\n{% endblock %}\n", "current/file.yaml.j2:7"),
     ],
     ids=["schema-violation", "template-syntax-error"],
 )

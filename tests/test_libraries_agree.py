@@ -23,9 +23,13 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from nemo_gym.orchestration.executors.otel import TemplateError
-from nemo_gym.orchestration.executors.otel._resources import load_schema, schema_names
-from nemo_gym.orchestration.executors.otel._schema_check import _is_valid, _registry, violations
-from nemo_gym.orchestration.executors.otel._yaml import parse_yaml
+from nemo_gym.orchestration.executors.otel._common.json_schema import (
+    _is_valid,
+    _registry,
+    violations,
+)
+from nemo_gym.orchestration.executors.otel._common.resources import load_schema, schema_names
+from nemo_gym.orchestration.executors.otel._common.yaml_loader import parse_yaml
 
 GOLDEN = sorted((REPO / "tests" / "golden").glob("*/*/*.yaml"))
 COLLECTOR_SCHEMAS = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -19,20 +20,8 @@ from nemo_gym.orchestration.executors.otel import (
 BENCH_DIR = "/runs/g1/aime25"
 
 
-def front_matter(
-    line: str,
-    combination: str,
-    collector_min: str = "0.151.0",
-    collector_max: str = "",
-    requires: str = "0.1.0",
-    version: str = "7",
-) -> str:
-    return (
-        "{#- nemo-gym-otel\n"
-        f"line: {line}\ncombination: {combination}\ntemplate_version: {version}\n"
-        f"collector_min: {collector_min}\ncollector_max: {collector_max}\nrequires_package: {requires}\n"
-        "-#}\n"
-    )
+def front_matter(requires: str = "0.1.0", version: str = "7") -> str:
+    return f"{{#- nemo-gym-otel\ntemplate_version: {version}\nrequires_package: {requires}\n-#}}\n"
 
 
 def write(root: Path, name: str, text: str) -> Path:
@@ -106,8 +95,7 @@ def test_override_extends_the_builtin_and_redefines_a_block(
     write(
         tmp_path,
         "current/otlp_http+file.yaml.j2",
-        front_matter("current", "otlp_http+file")
-        + '{% extends "builtin/current/otlp_http+file.yaml.j2" %}\n'
+        front_matter() + '{% extends "builtin/current/otlp_http+file.yaml.j2" %}\n'
         "{% block telemetry %}\n    logs:\n      level: info\n    metrics:\n      level: none\n{% endblock %}\n",
     )
     monkeypatch.setenv(
@@ -126,8 +114,7 @@ def test_overridden_output_passes_the_same_checks(tmp_path: Path, config: Submit
     write(
         tmp_path,
         "current/otlp_http+file.yaml.j2",
-        front_matter("current", "otlp_http+file")
-        + '{% extends "builtin/current/otlp_http+file.yaml.j2" %}\n'
+        front_matter() + '{% extends "builtin/current/otlp_http+file.yaml.j2" %}\n'
         "{% block pipelines %}\n    traces/ingest:\n      receivers: [otlp]\n      exporters: [nowhere]\n{% endblock %}\n",
     )
     with pytest.raises(CollectorConfigError) as caught:
@@ -144,8 +131,7 @@ def test_undefined_variable_fails_instead_of_rendering_empty(
     write(
         tmp_path,
         "current/otlp_http+file.yaml.j2",
-        front_matter("current", "otlp_http+file")
-        + '{% extends "builtin/current/otlp_http+file.yaml.j2" %}\n'
+        front_matter() + '{% extends "builtin/current/otlp_http+file.yaml.j2" %}\n'
         "{% block telemetry %}    logs: {level: {{ log_levle | scalar }}}\n{% endblock %}\n",
     )
     with pytest.raises(TemplateError, match="log_levle"):
@@ -156,11 +142,11 @@ def test_syntax_error_names_the_template_line(tmp_path: Path, config: SubmitConf
     write(
         tmp_path,
         "current/otlp_http+file.yaml.j2",
-        front_matter("current", "otlp_http+file") + "a: 1\n{% if %}\n",
+        front_matter() + "a: 1\n{% if %}\n",
     )
     with pytest.raises(TemplateError) as caught:
         render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
-    assert caught.value.path == "current/otlp_http+file.yaml.j2:10"
+    assert caught.value.path == "current/otlp_http+file.yaml.j2:6"
 
 
 def test_loader_refuses_files_outside_the_template_folder(
@@ -171,7 +157,7 @@ def test_loader_refuses_files_outside_the_template_folder(
     write(
         overrides,
         "current/otlp_http+file.yaml.j2",
-        front_matter("current", "otlp_http+file") + '{% include "current/leak.j2" %}\n',
+        front_matter() + '{% include "current/leak.j2" %}\n',
     )
     (overrides / "current" / "leak.j2").symlink_to(outside)
     with pytest.raises(TemplateError, match="outside"):
@@ -180,7 +166,7 @@ def test_loader_refuses_files_outside_the_template_folder(
     write(
         dotted,
         "current/otlp_http+file.yaml.j2",
-        front_matter("current", "otlp_http+file") + '{% include "../outside/secret.j2" %}\n',
+        front_matter() + '{% include "../outside/secret.j2" %}\n',
     )
     with pytest.raises(TemplateError, match="not found"):
         render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[dotted])
@@ -190,8 +176,7 @@ def test_sandbox_blocks_python_internals(tmp_path: Path, config: SubmitConfig) -
     write(
         tmp_path,
         "current/otlp_http+file.yaml.j2",
-        front_matter("current", "otlp_http+file")
-        + "{{ ''.__class__.__mro__[1].__subclasses__() }}\n",
+        front_matter() + "{{ ''.__class__.__mro__[1].__subclasses__() }}\n",
     )
     with pytest.raises(TemplateError):
         render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
@@ -218,41 +203,147 @@ def test_template_demanding_a_newer_package_names_both_versions(
     ("text", "message"),
     [
         ("a: 1\n", "no front matter"),
-        (front_matter("legacy", "otlp_http+file"), "must match the file's folder"),
-        (
-            front_matter("current", "otlp_http+file").replace("template_version: 7\n", ""),
-            "lacks template_version",
-        ),
-        (
-            front_matter("current", "otlp_http+file").replace("requires_package", "requires_pkg"),
-            "unknown front-matter line",
-        ),
-        (front_matter("current", "otlp_http+file", collector_min="latest"), "not a release"),
-        (
-            front_matter("current", "otlp_http+file", collector_min="0.150.0"),
-            "all templates of line 'current' must agree",
-        ),
+        (front_matter().replace("template_version: 7\n", ""), "lacks template_version"),
+        (front_matter().replace("requires_package", "requires_pkg"), "unknown front-matter line"),
+        (front_matter() + "", None),
+        (front_matter(requires="latest"), "not a release"),
     ],
 )
-def test_bad_front_matter(tmp_path: Path, config: SubmitConfig, text: str, message: str) -> None:
+def test_bad_front_matter(
+    tmp_path: Path, config: SubmitConfig, text: str, message: str | None
+) -> None:
     write(
         tmp_path,
         "current/otlp_http+file.yaml.j2",
         text + '{% extends "builtin/current/otlp_http+file.yaml.j2" %}\n',
     )
+    if message is None:  # the well-formed control case renders
+        render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
+        return
     with pytest.raises(TemplateError, match=message):
         render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
 
 
-def test_overlapping_lines_are_refused(tmp_path: Path, config: SubmitConfig) -> None:
-    for combination in ("otlp_http+file", "otlp_http", "file"):
+def test_the_collector_range_comes_from_line_yaml_not_front_matter(
+    tmp_path: Path, config: SubmitConfig
+) -> None:
+    write(
+        tmp_path,
+        "current/otlp_http+file.yaml.j2",
+        front_matter().replace("requires_package", "collector_min: 0.150.0\nrequires_package")
+        + '{% extends "builtin/current/otlp_http+file.yaml.j2" %}\n',
+    )
+    with pytest.raises(TemplateError, match=r"live in line\.yaml"):
+        render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
+
+
+LINE_YAML = "collector_min: {low}\ncollector_max: {high}\nschema: {schema}\nnames:\n{names}"
+LEGACY_NAMES = "  otlp_http: otlphttp\n  span_metrics: spanmetrics\n"
+
+
+def add_line(
+    root: Path,
+    name: str,
+    low: str,
+    high: str,
+    schema: str = "collector-legacy.schema.json",
+    names: str = LEGACY_NAMES,
+) -> None:
+    """A line folder: its line.yaml and the three combinations, each extending the skeleton."""
+    write(
+        root, f"{name}/line.yaml", LINE_YAML.format(low=low, high=high, schema=schema, names=names)
+    )
+    for combination, destinations in (
+        ("otlp_http+file", '["otlp_http", "file"]'),
+        ("otlp_http", '["otlp_http"]'),
+        ("file", '["file"]'),
+    ):
         write(
-            tmp_path,
-            f"vendor/{combination}.yaml.j2",
-            front_matter("vendor", combination, collector_min="0.150.0", collector_max="0.160.0")
-            + f'{{% extends "builtin/current/{combination}.yaml.j2" %}}\n',
+            root,
+            f"{name}/{combination}.yaml.j2",
+            front_matter()
+            + '{% extends "_base/collector.yaml.j2" %}\n'
+            + f"{{% set destinations = {destinations} %}}\n",
         )
-    with pytest.raises(TemplateError, match="overlaps"):
+
+
+def test_a_line_added_by_override_renders_with_its_own_names_and_a_builtin_schema(
+    tmp_path: Path, example_mapping: dict
+) -> None:
+    add_line(tmp_path, "older", "0.120.0", "0.130.0")
+    text = render_collector_config(
+        with_otel(example_mapping, collector_version="0.125.0"),
+        "aime25",
+        BENCH_DIR,
+        template_dirs=[tmp_path],
+    )
+    assert "line older" in text.splitlines()[1]
+    assert "for collector releases >=0.120.0, <0.130.0" in text.splitlines()[2]
+    parsed = yaml.safe_load(text)
+    assert "otlphttp/backend" in parsed["exporters"]
+    assert "spanmetrics" in parsed["connectors"]
+
+
+def test_a_line_added_by_override_may_bring_its_own_schema(
+    tmp_path: Path, example_mapping: dict
+) -> None:
+    """The schema beside the line's templates is the one that judges its output: one that
+    refuses the batch processor makes the render fail there."""
+    add_line(tmp_path, "older", "0.120.0", "0.130.0", schema="older.schema.json")
+    schema = json.loads((REPO / "schemas" / "collector-legacy.schema.json").read_text("utf-8"))
+    schema["$id"] = "https://nemo-gym-otel.invalid/schemas/older.schema.json"
+    schema["properties"]["processors"]["patternProperties"].pop("^batch(/[^\\s]+)?$")
+    write(tmp_path, "older/older.schema.json", json.dumps(schema))
+    config = with_otel(example_mapping, collector_version="0.125.0")
+    with pytest.raises(CollectorConfigError) as caught:
+        render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
+    assert [v.path for v in caught.value.violations] == ["processors.batch"]
+
+
+@pytest.mark.parametrize(
+    ("line_yaml", "message"),
+    [
+        (None, "no line.yaml"),
+        ("collector_min: 0.120.0\n", "lacks collector_max, schema, names"),
+        (
+            LINE_YAML.format(low="0.120.0", high="0.130.0", schema="nope.json", names=LEGACY_NAMES),
+            "neither beside",
+        ),
+        (
+            LINE_YAML.format(
+                low="0.120.0",
+                high="0.130.0",
+                schema="collector-legacy.schema.json",
+                names="  x: y\n",
+            ),
+            "must map exactly otlp_http, span_metrics",
+        ),
+        (
+            LINE_YAML.format(
+                low="old", high="0.130.0", schema="collector-legacy.schema.json", names=LEGACY_NAMES
+            ),
+            "not a release",
+        ),
+        (
+            LINE_YAML.format(
+                low="0.150.0",
+                high="0.160.0",
+                schema="collector-legacy.schema.json",
+                names=LEGACY_NAMES,
+            ),
+            "overlaps",
+        ),
+    ],
+)
+def test_bad_line_yaml(
+    tmp_path: Path, config: SubmitConfig, line_yaml: str | None, message: str
+) -> None:
+    add_line(tmp_path, "older", "0.120.0", "0.130.0")
+    if line_yaml is None:
+        (tmp_path / "older" / "line.yaml").unlink()
+    else:
+        write(tmp_path, "older/line.yaml", line_yaml)
+    with pytest.raises(TemplateError, match=message):
         render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
 
 

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .executors.otel._config import SubmitConfig
+from .executors.otel._submit.config import SubmitConfig
 
 __all__ = ["SubmitConfig"]

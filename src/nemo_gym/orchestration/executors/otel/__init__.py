@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from ._constants import (
+from ._common.constants import (  # the constants load at import: they cost nothing
     COLLECTOR_CONFIG_NAME,
     COLLECTOR_DIR,
     COLLECTOR_HEALTH_PORT,
@@ -21,53 +21,63 @@ from ._constants import (
     SHUTDOWN_WAIT_SECONDS,
 )
 
+_CONSTANTS = [name for name in globals() if name.isupper() and not name.startswith("_")]
+
 # Not typing.TYPE_CHECKING: importing typing alone would cost more than the rest of this module.
 TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what type checkers see of the table below (tests/test_api.py compares them)
     from typing import Any
 
-    from ._config import SubmitConfig
-    from ._context import policy_model_name as _policy_model_name
-    from ._context import scrape_targets
-    from ._env import driver_telemetry_env, merged_driver_env, resolve_token
-    from ._errors import (
+    from ._checks.collector import validate_collector_config
+    from ._common.errors import (
         CollectorConfigError,
         OtelConfigError,
         SubmitConfigError,
         TemplateError,
         Violation,
     )
-    from ._render import collector_config_path, render_collector_config, write_collector_config
-    from ._validate import validate_collector_config
-    from ._validation import (
+    from ._pipeline import collector_config_path, render_collector_config, write_collector_config
+    from ._submit.config import SubmitConfig
+    from ._submit.driver_env import driver_telemetry_env, merged_driver_env
+    from ._submit.rules import (
         gym_telemetry_active,
         otel_active,
         validate_destination,
         validate_gym_telemetry,
     )
+    from ._submit.token import resolve_token
+    from ._templating.context import policy_model_name as _policy_model_name
+    from ._templating.context import scrape_targets
 
-# Public name -> (private module, name there).
+# The public names besides the constants, by stage: name -> (private module, name there).
 _LAZY = {
-    "SubmitConfig": ("_config", "SubmitConfig"),
-    "_policy_model_name": ("_context", "policy_model_name"),
-    "scrape_targets": ("_context", "scrape_targets"),
-    "driver_telemetry_env": ("_env", "driver_telemetry_env"),
-    "merged_driver_env": ("_env", "merged_driver_env"),
-    "resolve_token": ("_env", "resolve_token"),
-    "CollectorConfigError": ("_errors", "CollectorConfigError"),
-    "OtelConfigError": ("_errors", "OtelConfigError"),
-    "SubmitConfigError": ("_errors", "SubmitConfigError"),
-    "TemplateError": ("_errors", "TemplateError"),
-    "Violation": ("_errors", "Violation"),
-    "collector_config_path": ("_render", "collector_config_path"),
-    "render_collector_config": ("_render", "render_collector_config"),
-    "write_collector_config": ("_render", "write_collector_config"),
-    "validate_collector_config": ("_validate", "validate_collector_config"),
-    "gym_telemetry_active": ("_validation", "gym_telemetry_active"),
-    "otel_active": ("_validation", "otel_active"),
-    "validate_destination": ("_validation", "validate_destination"),
-    "validate_gym_telemetry": ("_validation", "validate_gym_telemetry"),
+    # stage 1, the submit config
+    "SubmitConfig": ("_submit.config", "SubmitConfig"),
+    "otel_active": ("_submit.rules", "otel_active"),
+    "gym_telemetry_active": ("_submit.rules", "gym_telemetry_active"),
+    "validate_gym_telemetry": ("_submit.rules", "validate_gym_telemetry"),
+    "validate_destination": ("_submit.rules", "validate_destination"),
+    "resolve_token": ("_submit.token", "resolve_token"),
+    "driver_telemetry_env": ("_submit.driver_env", "driver_telemetry_env"),
+    "merged_driver_env": ("_submit.driver_env", "merged_driver_env"),
+    # stage 2, templating
+    "scrape_targets": ("_templating.context", "scrape_targets"),
+    "_policy_model_name": ("_templating.context", "policy_model_name"),
+    # stage 3, checks
+    "validate_collector_config": ("_checks.collector", "validate_collector_config"),
+    # stage 4, the pipeline: render, parse, check, write
+    "collector_config_path": ("_pipeline", "collector_config_path"),
+    "render_collector_config": ("_pipeline", "render_collector_config"),
+    "write_collector_config": ("_pipeline", "write_collector_config"),
+    # errors, raised by every stage
+    "OtelConfigError": ("_common.errors", "OtelConfigError"),
+    "SubmitConfigError": ("_common.errors", "SubmitConfigError"),
+    "TemplateError": ("_common.errors", "TemplateError"),
+    "CollectorConfigError": ("_common.errors", "CollectorConfigError"),
+    "Violation": ("_common.errors", "Violation"),
 }
+
+__all__ = sorted([*_CONSTANTS, *_LAZY])
 
 
 def __getattr__(name: str) -> Any:
@@ -81,36 +91,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
-
-
-__all__ = [
-    "COLLECTOR_CONFIG_NAME",
-    "COLLECTOR_DIR",
-    "COLLECTOR_HEALTH_PORT",
-    "COLLECTOR_SERVICE_NAME",
-    "FINAL_SCRAPE_GRACE_SECONDS",
-    "GYM_TELEMETRY_EXTRA",
-    "OTLP_GRPC_PORT",
-    "OTLP_HTTP_PORT",
-    "SHUTDOWN_WAIT_SECONDS",
-    "CollectorConfigError",
-    "OtelConfigError",
-    "SubmitConfig",
-    "SubmitConfigError",
-    "TemplateError",
-    "Violation",
-    "_policy_model_name",
-    "collector_config_path",
-    "driver_telemetry_env",
-    "gym_telemetry_active",
-    "merged_driver_env",
-    "otel_active",
-    "render_collector_config",
-    "resolve_token",
-    "scrape_targets",
-    "validate_collector_config",
-    "validate_destination",
-    "validate_gym_telemetry",
-    "write_collector_config",
-]
+    return __all__

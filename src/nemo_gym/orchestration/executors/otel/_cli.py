@@ -16,35 +16,29 @@ from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
-from ._config import SubmitConfig
-from ._env import merged_driver_env, resolve_token
-from ._errors import (
+from ._checks.collector import validate_collector_config
+from ._common.errors import (
     CollectorConfigError,
     OtelConfigError,
     SubmitConfigError,
     TemplateError,
     Violation,
 )
-from ._render import render_collector_config, write_collector_config
-from ._templates import format_version, search_path, template_set
-from ._validate import validate_collector_config
-from ._validation import validate_destination, validate_gym_telemetry
+from ._pipeline import render_collector_config, write_collector_config
+from ._submit.config import SubmitConfig
+from ._submit.driver_env import merged_driver_env
+from ._submit.rules import validate_gym_telemetry
+from ._submit.token import resolve_token
+from ._templating.catalogue import format_version, search_path, template_set
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 PROG = "nemo-gym-otel"
 _BUNDLED_EXAMPLE = "submit.yaml"
 
 
-def _error_lines(error: OtelConfigError) -> list[str]:
-    if isinstance(error, CollectorConfigError):
-        return [str(v) for v in error.violations]
-    extra = getattr(error, "violations", ())
-    return [str(error), *(str(v) for v in extra[1:])]
-
-
 def _report(error: OtelConfigError, prefix: str = "") -> None:
-    for line in _error_lines(error):
-        print(f"{PROG}: error: {prefix}{line}", file=sys.stderr)
+    for violation in error.violations:
+        print(f"{PROG}: error: {prefix}{violation}", file=sys.stderr)
 
 
 @contextlib.contextmanager
@@ -60,16 +54,15 @@ def _named_as_flags(flags: Mapping[str, str]) -> Iterator[None]:
 
 def _cmd_render(args: argparse.Namespace) -> int:
     config = SubmitConfig.from_yaml(args.config)
-    validate_gym_telemetry(config)
-    validate_destination(config)
-    if config.otel.enabled and "otlp_http" in config.otel.exporters:
+    validate_gym_telemetry(config)  # rendering checks the destination and the arguments
+    output = render_collector_config if args.stdout else write_collector_config
+    with _named_as_flags({"benchmark_name": "--benchmark", "remote_bench_dir": "--job-dir"}):
+        result = output(config, args.benchmark, args.job_dir, template_dirs=args.template_dir)
+    if "otlp_http" in config.otel.exporters:
         try:
             resolve_token(config)
         except SubmitConfigError as exc:
             print(f"{PROG}: warning: {exc} (rendering does not need it)", file=sys.stderr)
-    output = render_collector_config if args.stdout else write_collector_config
-    with _named_as_flags({"benchmark_name": "--benchmark", "remote_bench_dir": "--job-dir"}):
-        result = output(config, args.benchmark, args.job_dir, template_dirs=args.template_dir)
     if args.stdout:
         sys.stdout.write(str(result))
     else:

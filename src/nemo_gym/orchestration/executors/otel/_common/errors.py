@@ -11,16 +11,46 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One problem, at a dotted path (a submit-config key, a template, a collector-config path)."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path or '<root>'}: {self.message}"
+
+
+_E = TypeVar("_E", bound="OtelConfigError")
 
 
 class OtelConfigError(ValueError):
-    """Base class: something the package was given cannot produce a working collector config."""
+    """Base class: something the package was given cannot produce a working collector config.
+
+    ``violations`` holds every problem found, as data, from construction on; ``path`` and
+    ``message`` are the first one's. The message shows one problem per line.
+    """
 
     def __init__(self, path: str, message: str) -> None:
-        self.path = path
-        self.message = message
-        super().__init__(f"{path}: {message}" if path else message)
+        self._set((Violation(path, message),), "")
+
+    @classmethod
+    def of(cls: type[_E], violations: Sequence[Violation], source: str = "") -> _E:
+        """An error listing several problems; ``source`` names what they were found in."""
+        error = cls.__new__(cls)
+        error._set(tuple(violations) or (Violation("", "invalid"),), source)
+        return error
+
+    def _set(self, violations: tuple[Violation, ...], source: str) -> None:
+        self.violations = violations
+        self.path = violations[0].path
+        self.message = violations[0].message
+        lines = "\n".join(str(v) for v in violations)
+        ValueError.__init__(self, f"{source} is invalid:\n{lines}" if source else lines)
 
 
 class SubmitConfigError(OtelConfigError):
@@ -46,29 +76,8 @@ def dotted(path: Iterable[Any]) -> str:
     return text
 
 
-@dataclass(frozen=True)
-class Violation:
-    """One problem in a collector config, at a dotted YAML path."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path or '<root>'}: {self.message}"
-
-
 class CollectorConfigError(OtelConfigError):
-    """A collector config fails the schema or the checks the schema cannot express.
-
-    ``violations`` holds every problem found; the message shows one per line as
-    ``<yaml path>: <message>``.
-    """
+    """A collector config fails the schema or the checks the schema cannot express."""
 
     def __init__(self, violations: Sequence[Violation], source: str = "collector config") -> None:
-        self.violations = tuple(violations)
-        first = self.violations[0] if self.violations else Violation("", "invalid")
-        super().__init__(first.path, first.message)
-        self.args = (f"{source} is invalid:\n" + "\n".join(str(v) for v in self.violations),)
-
-    def __str__(self) -> str:
-        return str(self.args[0])
+        self._set(tuple(violations) or (Violation("", "invalid"),), source)

@@ -16,7 +16,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ._errors import OtelConfigError
+from .._common.errors import OtelConfigError
 
 _STR = "tag:yaml.org,2002:str"
 _MAP = "tag:yaml.org,2002:map"

@@ -2,7 +2,8 @@
 
 Parsing happens in three steps, each with its own kind of message: the strict input schema
 (unknown keys, types, formats), the conversion into dataclasses (defaults filled in, so nothing
-downstream needs ``.get``), and the cross-checks that involve more than one key.
+downstream needs ``.get``), and the rules that need more than one key or more than a schema
+(:mod:`.rules`). A ``SubmitConfig`` that exists has passed all three.
 """
 
 from __future__ import annotations
@@ -14,13 +15,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ._constants import (
-    COLLECTOR_HEALTH_PORT,
-    MODEL_SERVICE_TYPES,
-    OTLP_GRPC_PORT,
-    OTLP_HTTP_PORT,
-)
-from ._errors import SubmitConfigError
+from .._common.constants import MODEL_SERVICE_TYPES
+from .._common.errors import SubmitConfigError
+from .rules import check_config_rules
 
 _SUBMIT_SCHEMA = "submit-config.schema.json"
 _DEFAULT_PORTS = {"vllm": 8000, "vllm_pd": 8000, "ray": 6379}
@@ -118,24 +115,22 @@ class SubmitConfig:
     def from_dict(cls, mapping: Mapping[str, Any]) -> SubmitConfig:
         """Check ``mapping`` against the submit-config schema, then build and cross-check it.
 
-        Raises :class:`SubmitConfigError` naming the first offending key path; the error's
-        ``violations`` attribute lists every schema problem found.
+        Raises :class:`SubmitConfigError` whose ``violations`` list every schema problem found,
+        or the first rule of :mod:`.rules` the config breaks.
         """
-        from ._schema_check import violations
+        from .._common.json_schema import violations
 
         _require_mapping(mapping, "")
         problems = violations(_plain(mapping), _SUBMIT_SCHEMA)
         if problems:
-            error = SubmitConfigError(problems[0].path, problems[0].message)
-            error.violations = tuple(problems)  # type: ignore[attr-defined]
-            raise error
+            raise SubmitConfigError.of(problems)
         config = _build(mapping)
-        _cross_check(config)
+        check_config_rules(config)
         return config
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str]) -> SubmitConfig:
-        from ._yaml import parse_yaml
+        from .._common.yaml_loader import parse_yaml
 
         source = Path(path)
         try:
@@ -152,7 +147,7 @@ class SubmitConfig:
 
 
 def _require_mapping(value: Any, path: str) -> None:
-    from ._schema_check import describe
+    from .._common.json_schema import describe
 
     if not isinstance(value, Mapping):
         raise SubmitConfigError(
@@ -217,42 +212,3 @@ def _build(data: Mapping[str, Any]) -> SubmitConfig:
         otel=Otel(**otel_raw),
     )
     return config
-
-
-def _cross_check(config: SubmitConfig) -> None:
-    policy = config.driver.policy_model
-    if policy is not None and policy not in config.services:
-        known = ", ".join(config.services) or "none"
-        raise SubmitConfigError(
-            "driver.policy_model",
-            f"names {policy!r}, which is not a service (services: {known}); "
-            "set it to one of the services or remove it",
-        )
-    otel = config.otel
-    reserved = {
-        COLLECTOR_HEALTH_PORT: "the collector's health check",
-        OTLP_GRPC_PORT: "the collector's OTLP/gRPC receiver",
-        OTLP_HTTP_PORT: "the collector's OTLP/HTTP receiver",
-    }
-    scraped: dict[int, str] = {}
-    for key, port in (
-        ("gpu_metrics_port", otel.gpu_metrics_port),
-        ("node_metrics_port", otel.node_metrics_port),
-    ):
-        if port is not None:
-            _claim(scraped, reserved, port, f"otel.{key}")
-    for service in config.services.values():
-        if service.serves_model:
-            _claim(scraped, reserved, service.port, f"services.{service.name}.port")
-
-
-def _claim(taken: dict[int, str], reserved: Mapping[int, str], port: int, path: str) -> None:
-    """Two scrape targets on one port would scrape the same process twice under two names."""
-    if port in reserved:
-        raise SubmitConfigError(path, f"port {port} is {reserved[port]}'s port; pick another port")
-    if port in taken:
-        raise SubmitConfigError(
-            path,
-            f"port {port} is already used by {taken[port]}; give each scraped service its own port",
-        )
-    taken[port] = path

@@ -1,6 +1,6 @@
-"""Checks of a collector config: its line's JSON Schema, then what a schema cannot express.
+"""What a JSON Schema cannot express about a collector config.
 
-The second half mirrors what ``otelcol validate`` refuses when it builds the pipeline graph
+The graph rules mirror what ``otelcol validate`` refuses when it builds the pipeline graph
 (undefined references, connectors used on one side only or between signals they do not join,
 components used with a signal they do not handle, cycles), plus one rule of this package: the
 only ``${...}`` allowed is ``${env:NAME}``, because anything else is either a typo that the
@@ -13,8 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ._errors import CollectorConfigError, Violation, dotted
-from ._schema_check import violations as schema_violations
+from .._common.errors import Violation, dotted
 
 SECTIONS = ("receivers", "processors", "exporters", "connectors", "extensions")
 _ROLE_SECTIONS = {
@@ -28,12 +27,10 @@ ALL_SIGNALS = frozenset({"traces", "metrics", "logs"})
 _SIGNALS_BY_TYPE: dict[str, frozenset[str]] = {
     "prometheus": frozenset({"metrics"}),
 }
-# (from, to) signal pairs each connector type joins.
-_CONNECTOR_PAIRS: dict[str, frozenset[tuple[str, str]]] = {
-    "forward": frozenset((s, s) for s in ALL_SIGNALS),
-    "spanmetrics": frozenset({("traces", "metrics")}),
-    "span_metrics": frozenset({("traces", "metrics")}),
-}
+# (from, to) signal pairs each connector joins; the span-metrics connector's type name is the
+# line's (``names.span_metrics`` in its line.yaml).
+_FORWARD_PAIRS = frozenset((s, s) for s in ALL_SIGNALS)
+_SPAN_METRICS_PAIRS = frozenset({("traces", "metrics")})
 _EXPANSION = re.compile(r"\$\$|\$\{([^}]*)\}?")
 _ALLOWED_EXPANSION = re.compile(r"^env:[a-zA-Z_][a-zA-Z0-9_]*$")
 
@@ -46,7 +43,9 @@ def signal_of(pipeline_id: str) -> str:
     return component_type(pipeline_id)
 
 
-def _walk_violations(config: Mapping[str, Any]) -> tuple[list[Violation], list[Violation]]:
+def key_and_expansion_violations(
+    config: Mapping[str, Any],
+) -> tuple[list[Violation], list[Violation]]:
     """Keys that are not strings, and expansions other than ``${env:NAME}``, in one walk.
 
     YAML reads ``on``, ``no`` or ``8080`` as a boolean or a number, and a JSON Schema only
@@ -138,7 +137,10 @@ def _reference_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
                         )
 
 
-def _connector_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
+def _connector_violations(
+    config: Mapping[str, Any], names: Mapping[str, str]
+) -> Iterator[Violation]:
+    pairs_by_type = {"forward": _FORWARD_PAIRS, names["span_metrics"]: _SPAN_METRICS_PAIRS}
     connectors = set((config.get("connectors") or {}).keys())
     as_exporter: dict[str, set[str]] = {c: set() for c in connectors}
     as_receiver: dict[str, set[str]] = {c: set() for c in connectors}
@@ -150,7 +152,7 @@ def _connector_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
             if ref in connectors:
                 as_receiver[ref].add(signal_of(pipeline_id))
     for connector in sorted(connectors):
-        pairs = _CONNECTOR_PAIRS.get(component_type(connector), frozenset())
+        pairs = pairs_by_type.get(component_type(connector), frozenset())
         where = dotted(["connectors", connector])
         used_out, used_in = as_exporter[connector], as_receiver[connector]
         if not used_out and not used_in:
@@ -214,28 +216,11 @@ def _cycle_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
                 return
 
 
-def _semantic_violations(config: Mapping[str, Any], expansions: list[Violation]) -> list[Violation]:
-    found = [
-        *expansions,
+def graph_violations(config: Mapping[str, Any], names: Mapping[str, str]) -> list[Violation]:
+    """What the collector refuses when it builds the pipeline graph; ``names`` are the line's
+    component type names (role to type)."""
+    return [
         *_reference_violations(config),
-        *_connector_violations(config),
+        *_connector_violations(config, names),
         *_cycle_violations(config),
     ]
-    return sorted(set(found), key=lambda v: v.path)
-
-
-def check_collector_config(config: Any, line: str, source: str = "collector config") -> None:
-    """Raise :class:`CollectorConfigError` listing every problem of a parsed config."""
-    if not isinstance(config, Mapping):
-        raise CollectorConfigError(
-            [Violation("", "a collector config must be a YAML mapping of sections")], source
-        )
-    keys, expansions = _walk_violations(config)
-    if keys:
-        problems = keys + expansions
-    else:
-        problems = schema_violations(config, f"collector-{line}.schema.json")
-        # Graph checks on a config whose shape is wrong would only repeat the schema's findings.
-        problems = problems + expansions if problems else _semantic_violations(config, expansions)
-    if problems:
-        raise CollectorConfigError(problems, source)

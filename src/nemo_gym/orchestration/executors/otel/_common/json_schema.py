@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ._errors import Violation, dotted
-from ._resources import load_schema, schema_names
+from .._common.errors import Violation, dotted
+from .._common.resources import load_schema, schema_names
 
 _TYPE_NAMES = {
     "object": "a mapping",

@@ -8,6 +8,8 @@ Template variables (documented for override authors):
 
 ``meta``        package_version, template, line, combination, template_version, origin,
                 collector_range
+``names``       component role to the type name the line's collectors know (``otlp_http``,
+                ``span_metrics``), from the line's ``line.yaml``
 ``signals``     ["traces", "metrics", "logs"]
 ``listen``      health, grpc, http: ``host:port`` endpoints the collector binds
 ``scrape``      interval, timeout (``15s``-style durations) and ``jobs``: a list of
@@ -24,16 +26,18 @@ import os
 from pathlib import PurePosixPath
 from typing import Any
 
-from ._config import SubmitConfig
-from ._constants import (
+from .._common.constants import (
     COLLECTOR_DIR,
     COLLECTOR_HEALTH_PORT,
     OTLP_GRPC_PORT,
     OTLP_HTTP_PORT,
     SIGNALS,
 )
-from ._errors import SubmitConfigError, dotted
-from ._scalar import EnvRef, invalid_character
+from .._common.errors import SubmitConfigError, dotted
+from .._common.version import package_version
+from .._submit.config import SubmitConfig
+from .catalogue import Line, TemplateInfo
+from .scalar import EnvRef, invalid_character
 
 SLURM_JOB_ID = EnvRef("SLURM_JOB_ID")
 # Prometheus refuses a scrape timeout longer than the interval; 10s is its own default.
@@ -101,7 +105,11 @@ def _scrape_jobs(config: SubmitConfig) -> list[dict[str, Any]]:
 
 
 def template_context(
-    config: SubmitConfig, benchmark_name: str, remote_bench_dir: PurePosixPath, meta: dict[str, str]
+    config: SubmitConfig,
+    benchmark_name: str,
+    remote_bench_dir: PurePosixPath,
+    info: TemplateInfo,
+    line: Line,
 ) -> dict[str, Any]:
     otel = config.otel
     bench_dir = checked(str(remote_bench_dir), "remote_bench_dir")
@@ -124,7 +132,16 @@ def template_context(
     otel_dir = PurePosixPath(bench_dir) / COLLECTOR_DIR
     host = otel.listen_host
     return {
-        "meta": meta,
+        "meta": {
+            "package_version": package_version(),
+            "template": info.name,
+            "line": line.name,
+            "combination": info.combination,
+            "template_version": info.template_version,
+            "origin": info.origin,
+            "collector_range": line.collector_range,
+        },
+        "names": dict(line.names),
         "signals": list(SIGNALS),
         "listen": {
             "health": _host_port(host, COLLECTOR_HEALTH_PORT),

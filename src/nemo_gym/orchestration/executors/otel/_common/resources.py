@@ -13,9 +13,9 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any
 
-from ._errors import TemplateError
+from .._common.errors import TemplateError
 
-_PACKAGE = __name__.rpartition(".")[0]
+_PACKAGE = __name__.rsplit(".", 2)[0]  # the otel package, where the build maps the files
 
 
 def builtin_templates() -> Traversable:

@@ -1,0 +1,118 @@
+"""The rules of a submit config that a schema cannot express; each names the keys and the way out.
+
+:func:`check_config_rules` runs at construction (``SubmitConfig.from_dict``), so every config
+that exists obeys them. The executor's own checks follow: whether telemetry is on, and whether
+what it needs besides the config (Gym's install, a destination) is there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from .._common.constants import (
+    COLLECTOR_HEALTH_PORT,
+    FINAL_SCRAPE_GRACE_SECONDS,
+    GYM_TELEMETRY_EXTRA,
+    OTLP_GRPC_PORT,
+    OTLP_HTTP_PORT,
+)
+from .._common.errors import SubmitConfigError
+
+if TYPE_CHECKING:
+    from .config import SubmitConfig
+
+
+def check_config_rules(config: SubmitConfig) -> None:
+    """Raise on the first rule ``config`` breaks."""
+    _check_policy_model(config)
+    _check_scrape_interval(config)
+    _check_ports(config)
+
+
+def _check_policy_model(config: SubmitConfig) -> None:
+    policy = config.driver.policy_model
+    if policy is not None and policy not in config.services:
+        known = ", ".join(config.services) or "none"
+        raise SubmitConfigError(
+            "driver.policy_model",
+            f"names {policy!r}, which is not a service (services: {known}); "
+            "set it to one of the services or remove it",
+        )
+
+
+def _check_scrape_interval(config: SubmitConfig) -> None:
+    """The collector outlives the driver by the grace period; one more scrape must fit in it."""
+    interval = config.otel.scrape_interval_seconds
+    if interval > FINAL_SCRAPE_GRACE_SECONDS:
+        raise SubmitConfigError(
+            "otel.scrape_interval_seconds",
+            f"{interval} is longer than the {FINAL_SCRAPE_GRACE_SECONDS}s the collector outlives the driver, "
+            f"so the final counters would never be scraped; use at most {FINAL_SCRAPE_GRACE_SECONDS}",
+        )
+
+
+def _check_ports(config: SubmitConfig) -> None:
+    otel = config.otel
+    reserved = {
+        COLLECTOR_HEALTH_PORT: "the collector's health check",
+        OTLP_GRPC_PORT: "the collector's OTLP/gRPC receiver",
+        OTLP_HTTP_PORT: "the collector's OTLP/HTTP receiver",
+    }
+    scraped: dict[int, str] = {}
+    for key, port in (
+        ("gpu_metrics_port", otel.gpu_metrics_port),
+        ("node_metrics_port", otel.node_metrics_port),
+    ):
+        if port is not None:
+            _claim(scraped, reserved, port, f"otel.{key}")
+    for service in config.services.values():
+        if service.serves_model:
+            _claim(scraped, reserved, service.port, f"services.{service.name}.port")
+
+
+def _claim(taken: dict[int, str], reserved: Mapping[int, str], port: int, path: str) -> None:
+    """Two scrape targets on one port would scrape the same process twice under two names."""
+    if port in reserved:
+        raise SubmitConfigError(path, f"port {port} is {reserved[port]}'s port; pick another port")
+    if port in taken:
+        raise SubmitConfigError(
+            path,
+            f"port {port} is already used by {taken[port]}; give each scraped service its own port",
+        )
+    taken[port] = path
+
+
+def otel_active(config: SubmitConfig) -> bool:
+    """Enabled is enough: Gym's servers push telemetry even without a local model to scrape."""
+    return config.otel.enabled
+
+
+def gym_telemetry_active(config: SubmitConfig) -> bool:
+    return config.otel.enabled and config.otel.gym_telemetry
+
+
+def validate_gym_telemetry(config: SubmitConfig) -> None:
+    """Without ``driver.gym_install`` the driver cannot add Gym's telemetry extra."""
+    if gym_telemetry_active(config) and config.driver.gym_install is None:
+        raise SubmitConfigError(
+            "driver.gym_install",
+            f"is unset, so the driver cannot install Gym's '{GYM_TELEMETRY_EXTRA}' extra and no Gym "
+            "metrics or traces would be exported; set driver.gym_install (repo, ref), or set "
+            "otel.gym_telemetry: false to keep engine and node metrics only",
+        )
+
+
+def validate_destination(config: SubmitConfig) -> None:
+    """An enabled collector that exports over OTLP/HTTP needs a URL and a service name."""
+    otel = config.otel
+    if not otel.enabled or "otlp_http" not in otel.exporters:
+        return
+    missing = [f"otel.{key}" for key in ("endpoint", "service_name") if not getattr(otel, key)]
+    if missing:
+        raise SubmitConfigError(
+            missing[0],
+            f"{' and '.join(missing)} must be set when the collector exports over OTLP/HTTP; set "
+            f"{'them' if len(missing) > 1 else 'it'}, set otel.exporters: [file] to keep the data in "
+            "the job directory only, or set otel.enabled: false",
+        )

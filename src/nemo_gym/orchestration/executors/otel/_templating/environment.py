@@ -1,0 +1,79 @@
+"""The sandboxed Jinja environment that renders a combination template.
+
+Templates are code written by platform teams, so they run in a sandbox with ``StrictUndefined``
+(a typo fails instead of rendering an empty string), keep their trailing newline, and are loaded
+only through the catalogue, which keeps them inside the folders of the search path. Every Jinja
+failure becomes a :class:`TemplateError` naming the template (and line, for syntax).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from .._common.errors import TemplateError
+from .catalogue import TemplateInfo, TemplateSet
+from .scalar import joined, scalar
+
+
+def render_template(templates: TemplateSet, info: TemplateInfo, context: dict[str, Any]) -> str:
+    from jinja2 import TemplateError as JinjaError
+    from jinja2 import TemplateNotFound, TemplateSyntaxError, UndefinedError
+
+    try:
+        return _environment(templates).get_template(info.name).render(context)
+    except TemplateError:
+        raise
+    except TemplateSyntaxError as exc:
+        raise TemplateError(
+            f"{exc.name or info.name}:{exc.lineno}", f"{exc.message}; fix the template syntax"
+        ) from None
+    except TemplateNotFound as exc:
+        raise TemplateError(
+            info.name,
+            f"includes or extends {exc.name!r}, which is not found in the search path; fix the name",
+        ) from None
+    except UndefinedError as exc:
+        raise TemplateError(
+            info.name, f"{exc.message}; use only the documented template variables"
+        ) from None
+    except JinjaError as exc:
+        raise TemplateError(info.name, f"{exc}; fix the template") from None
+    except (TypeError, ValueError) as exc:
+        raise TemplateError(info.name, f"a value cannot be rendered: {exc}") from None
+
+
+@functools.cache
+def _environment(templates: TemplateSet) -> Any:
+    """One environment per template set: Jinja compiles each template once and keeps it."""
+    from jinja2 import BaseLoader, StrictUndefined, TemplateNotFound, Undefined
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    class Loader(BaseLoader):
+        def get_source(
+            self, environment: Any, template: str
+        ) -> tuple[str, str, Callable[[], bool]]:
+            located = templates.locate(template)
+            if located is None:
+                raise TemplateNotFound(template)
+            return located[0].read_text(encoding="utf-8"), template, lambda: True
+
+    env = ImmutableSandboxedEnvironment(
+        loader=Loader(),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        auto_reload=False,
+    )
+
+    def scalar_filter(value: Any) -> str:
+        if isinstance(value, Undefined):
+            value._fail_with_undefined_error()  # raises UndefinedError naming the variable
+        return scalar(value)
+
+    env.filters["scalar"] = scalar_filter
+    env.globals["joined"] = joined
+    return env
