@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # what type checkers see of the table below (tests/test_api.p
         Violation,
     )
     from ._pipeline import collector_config_path, render_collector_config, write_collector_config
+    from ._step import CollectorStep, collector_step, collector_step_script
     from ._submit.config import SubmitConfig
     from ._submit.driver_env import driver_telemetry_env, merged_driver_env
     from ._submit.rules import (
@@ -69,6 +70,10 @@ _LAZY = {
     "collector_config_path": ("_pipeline", "collector_config_path"),
     "render_collector_config": ("_pipeline", "render_collector_config"),
     "write_collector_config": ("_pipeline", "write_collector_config"),
+    # stage 5, the executor's collector job step
+    "CollectorStep": ("_step", "CollectorStep"),
+    "collector_step": ("_step", "collector_step"),
+    "collector_step_script": ("_step", "collector_step_script"),
     # errors, raised by every stage
     "OtelConfigError": ("_common.errors", "OtelConfigError"),
     "SubmitConfigError": ("_common.errors", "SubmitConfigError"),

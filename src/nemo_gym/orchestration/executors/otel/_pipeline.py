@@ -25,7 +25,7 @@ def collector_config_path(remote_bench_dir: str | os.PathLike[str]) -> Path:
     return Path(remote_bench_dir) / COLLECTOR_DIR / COLLECTOR_CONFIG_NAME
 
 
-def _check_render_inputs(
+def check_render_inputs(
     config: SubmitConfig, benchmark_name: str, remote_bench_dir: str
 ) -> PurePosixPath:
     if not config.otel.enabled:
@@ -70,7 +70,7 @@ def render_collector_config(
     """
     from ._common.yaml_loader import parse_yaml
 
-    bench_dir = _check_render_inputs(config, benchmark_name, os.fspath(remote_bench_dir))
+    bench_dir = check_render_inputs(config, benchmark_name, os.fspath(remote_bench_dir))
     templates = template_set(search_path(template_dirs))
     info, line = templates.select(config.otel.collector_version, config.otel.exporters)
     context = template_context(config, benchmark_name, bench_dir, info, line)
