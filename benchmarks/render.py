@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import helpers
 import yaml
 
 from nemo_gym.orchestration.api import SubmitConfig
@@ -24,14 +25,12 @@ from nemo_gym.orchestration.executors.otel._templating.context import (
 
 from ._stats import Sample, time_calls
 
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLE = REPO / "examples" / "submit.yaml"
 BENCH_DIR = "/lustre/runs/gym-bench-0001/aime25"
 
 
 def large_mapping(services: int = 32) -> dict[str, Any]:
     """The bundled example with 32 model services and both node exporters."""
-    mapping = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    mapping = yaml.safe_load(helpers.EXAMPLE.read_text(encoding="utf-8"))
     template = mapping["services"]["judge"]
     mapping["services"] = {
         f"model{i:02d}": copy.deepcopy(template)
@@ -194,7 +193,7 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
 def render_path(repeats: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for label, mapping in (
-        ("example", yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))),
+        ("example", yaml.safe_load(helpers.EXAMPLE.read_text(encoding="utf-8"))),
         ("large (32 services)", large_mapping()),
     ):
         config = SubmitConfig.from_dict(mapping)
@@ -238,7 +237,7 @@ def submission(jobs: int, root: str) -> dict[str, Any]:
     """One submission of ``jobs`` benchmark jobs, as the executor writes them: one
     ``<output_path>/<gym_job_id>`` with ``jobs`` benchmarks. Timed from the first call, so the
     first call's one-time costs (loading jinja2, compiling templates and schema checks) count."""
-    mapping = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    mapping = yaml.safe_load(helpers.EXAMPLE.read_text(encoding="utf-8"))
     mapping["driver"]["benchmarks"] = {f"bench{i:03d}": {} for i in range(jobs)}
     config = SubmitConfig.from_dict(mapping)
     per_job = []
@@ -285,7 +284,7 @@ def bulk_write(jobs: int, rounds: int) -> dict[str, Any]:
                     str(jobs),
                     str(folder),
                 ],
-                cwd=REPO,
+                cwd=helpers.REPO,
                 capture_output=True,
                 text=True,
                 check=True,

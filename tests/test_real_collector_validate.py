@@ -11,6 +11,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import helpers
 import pytest
 import yaml
 from collector_corpus import (
@@ -21,14 +22,13 @@ from collector_corpus import (
     rendered_cases,
     stricter_reason,
 )
-from render_helpers import line_versions
 from support.otelcol import collector_binary, run_validate
 
 from nemo_gym.orchestration.executors.otel import CollectorConfigError, validate_collector_config
 
 pytestmark = pytest.mark.collector
 
-LINES = tuple(line_versions())
+LINES = tuple(helpers.line_versions())
 # Each line's output on each line's binary, as the README's table of lines states it:
 # (rendered by, run on) -> accepted. A legacy config loads on the current collector through the
 # deprecated aliases otlphttp/spanmetrics; the legacy collector knows no otlp_http/span_metrics.
@@ -61,7 +61,7 @@ def _validate_each(
 
 def _package_accepts(case: Case) -> bool:
     try:
-        validate_collector_config(case.text, line_versions()[case.line])
+        validate_collector_config(case.text, helpers.line_versions()[case.line])
     except CollectorConfigError:
         return False
     return True

@@ -6,9 +6,9 @@ import json
 import os
 from pathlib import Path
 
+import helpers
 import pytest
 import yaml
-from conftest import REPO
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors.otel import (
@@ -76,7 +76,7 @@ def test_unsupported_collector_version_lists_the_ranges(example_mapping: dict) -
 def test_override_replaces_the_builtin_of_the_same_name(
     tmp_path: Path, config: SubmitConfig
 ) -> None:
-    builtin = (REPO / "templates" / "current" / "otlp_http+file.yaml.j2").read_text(
+    builtin = (helpers.REPO / "templates" / "current" / "otlp_http+file.yaml.j2").read_text(
         encoding="utf-8"
     )
     write(
@@ -185,7 +185,7 @@ def test_sandbox_blocks_python_internals(tmp_path: Path, config: SubmitConfig) -
 def test_template_demanding_a_newer_package_names_both_versions(
     tmp_path: Path, config: SubmitConfig
 ) -> None:
-    builtin = (REPO / "templates" / "current" / "otlp_http+file.yaml.j2").read_text(
+    builtin = (helpers.REPO / "templates" / "current" / "otlp_http+file.yaml.j2").read_text(
         encoding="utf-8"
     )
     write(
@@ -290,7 +290,9 @@ def test_a_line_added_by_override_may_bring_its_own_schema(
     """The schema beside the line's templates is the one that judges its output: one that
     refuses the batch processor makes the render fail there."""
     add_line(tmp_path, "older", "0.120.0", "0.130.0", schema="older.schema.json")
-    schema = json.loads((REPO / "schemas" / "collector-legacy.schema.json").read_text("utf-8"))
+    schema = json.loads(
+        (helpers.REPO / "schemas" / "collector-legacy.schema.json").read_text("utf-8")
+    )
     schema["$id"] = "https://nemo-gym-otel.invalid/schemas/older.schema.json"
     schema["properties"]["processors"]["patternProperties"].pop("^batch(/[^\\s]+)?$")
     write(tmp_path, "older/older.schema.json", json.dumps(schema))
@@ -354,10 +356,10 @@ def test_missing_template_dir_is_an_error(config: SubmitConfig, tmp_path: Path) 
 
 def test_combination_templates_share_one_skeleton() -> None:
     """No receivers, processors or pipelines block is written twice: combinations only extend."""
-    for template in (REPO / "templates").glob("*/*.yaml.j2"):
+    for template in (helpers.REPO / "templates").glob("*/*.yaml.j2"):
         body = template.read_text(encoding="utf-8")
         if template.parent.name == "_base":
             continue
         for section in ("receivers:", "processors:", "pipelines:", "exporters:"):
-            assert section not in body, f"{template.relative_to(REPO)} repeats {section}"
+            assert section not in body, f"{template.relative_to(helpers.REPO)} repeats {section}"
         assert "{% extends" in body
