@@ -53,6 +53,35 @@ def line_versions() -> dict[str, str]:
     return {name: str(meta["collector_min"]) for name, meta in line_metadata().items()}
 
 
+LINE_YAML = "collector_min: {low}\ncollector_max: {high}\nschema: {schema}\nnames:\n{names}"
+LEGACY_NAMES = "  otlp_http: otlphttp\n  span_metrics: spanmetrics\n"
+
+
+def add_line(
+    root: Path,
+    name: str,
+    low: str,
+    high: str,
+    schema: str = "collector-legacy.schema.json",
+    names: str = LEGACY_NAMES,
+) -> None:
+    """A template line added by override under ``root``: its line.yaml and the three
+    combinations, each only naming its destinations and extending the shared skeleton."""
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "line.yaml").write_text(
+        LINE_YAML.format(low=low, high=high, schema=schema, names=names), encoding="utf-8"
+    )
+    for combination in COMBINATIONS:
+        destinations = combination.split("+")
+        (folder / f"{combination}.yaml.j2").write_text(
+            "{#- nemo-gym-otel\ntemplate_version: older-1\nrequires_package: 0.1.0\n-#}\n"
+            '{% extends "_base/collector.yaml.j2" %}\n'
+            f"{{% set destinations = {destinations!r} %}}\n".replace("'", '"'),
+            encoding="utf-8",
+        )
+
+
 def variant(config: SubmitConfig, line_version: str, combination: str) -> SubmitConfig:
     otel = dataclasses.replace(
         config.otel, exporters=tuple(combination.split("+")), collector_version=line_version

@@ -237,40 +237,10 @@ def test_the_collector_range_comes_from_line_yaml_not_front_matter(
         render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
 
 
-LINE_YAML = "collector_min: {low}\ncollector_max: {high}\nschema: {schema}\nnames:\n{names}"
-LEGACY_NAMES = "  otlp_http: otlphttp\n  span_metrics: spanmetrics\n"
-
-
-def add_line(
-    root: Path,
-    name: str,
-    low: str,
-    high: str,
-    schema: str = "collector-legacy.schema.json",
-    names: str = LEGACY_NAMES,
-) -> None:
-    """A line folder: its line.yaml and the three combinations, each extending the skeleton."""
-    write(
-        root, f"{name}/line.yaml", LINE_YAML.format(low=low, high=high, schema=schema, names=names)
-    )
-    for combination, destinations in (
-        ("otlp_http+file", '["otlp_http", "file"]'),
-        ("otlp_http", '["otlp_http"]'),
-        ("file", '["file"]'),
-    ):
-        write(
-            root,
-            f"{name}/{combination}.yaml.j2",
-            front_matter()
-            + '{% extends "_base/collector.yaml.j2" %}\n'
-            + f"{{% set destinations = {destinations} %}}\n",
-        )
-
-
 def test_a_line_added_by_override_renders_with_its_own_names_and_a_builtin_schema(
     tmp_path: Path, example_mapping: dict
 ) -> None:
-    add_line(tmp_path, "older", "0.120.0", "0.130.0")
+    helpers.add_line(tmp_path, "older", "0.120.0", "0.130.0")
     text = render_collector_config(
         with_otel(example_mapping, collector_version="0.125.0"),
         "aime25",
@@ -289,7 +259,7 @@ def test_a_line_added_by_override_may_bring_its_own_schema(
 ) -> None:
     """The schema beside the line's templates is the one that judges its output: one that
     refuses the batch processor makes the render fail there."""
-    add_line(tmp_path, "older", "0.120.0", "0.130.0", schema="older.schema.json")
+    helpers.add_line(tmp_path, "older", "0.120.0", "0.130.0", schema="older.schema.json")
     schema = json.loads(
         (helpers.REPO / "schemas" / "collector-legacy.schema.json").read_text("utf-8")
     )
@@ -308,11 +278,13 @@ def test_a_line_added_by_override_may_bring_its_own_schema(
         (None, "no line.yaml"),
         ("collector_min: 0.120.0\n", "lacks collector_max, schema, names"),
         (
-            LINE_YAML.format(low="0.120.0", high="0.130.0", schema="nope.json", names=LEGACY_NAMES),
+            helpers.LINE_YAML.format(
+                low="0.120.0", high="0.130.0", schema="nope.json", names=helpers.LEGACY_NAMES
+            ),
             "neither beside",
         ),
         (
-            LINE_YAML.format(
+            helpers.LINE_YAML.format(
                 low="0.120.0",
                 high="0.130.0",
                 schema="collector-legacy.schema.json",
@@ -321,17 +293,20 @@ def test_a_line_added_by_override_may_bring_its_own_schema(
             "must map exactly otlp_http, span_metrics",
         ),
         (
-            LINE_YAML.format(
-                low="old", high="0.130.0", schema="collector-legacy.schema.json", names=LEGACY_NAMES
+            helpers.LINE_YAML.format(
+                low="old",
+                high="0.130.0",
+                schema="collector-legacy.schema.json",
+                names=helpers.LEGACY_NAMES,
             ),
             "not a release",
         ),
         (
-            LINE_YAML.format(
+            helpers.LINE_YAML.format(
                 low="0.150.0",
                 high="0.160.0",
                 schema="collector-legacy.schema.json",
-                names=LEGACY_NAMES,
+                names=helpers.LEGACY_NAMES,
             ),
             "overlaps",
         ),
@@ -340,7 +315,7 @@ def test_a_line_added_by_override_may_bring_its_own_schema(
 def test_bad_line_yaml(
     tmp_path: Path, config: SubmitConfig, line_yaml: str | None, message: str
 ) -> None:
-    add_line(tmp_path, "older", "0.120.0", "0.130.0")
+    helpers.add_line(tmp_path, "older", "0.120.0", "0.130.0")
     if line_yaml is None:
         (tmp_path / "older" / "line.yaml").unlink()
     else:
