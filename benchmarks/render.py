@@ -190,6 +190,15 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
     }
 
 
+def _dump(config: SubmitConfig, dumper: type) -> str:
+    """The unchecked baseline: the same document built as a dict and dumped by PyYAML."""
+    return yaml.dump(dict_document(config, "aime25", BENCH_DIR), Dumper=dumper, sort_keys=False)
+
+
+def _ratio(name: str, ours: list[float], theirs: list[float]) -> Sample:
+    return Sample(name, "x", tuple(r / d for r, d in zip(ours, theirs, strict=True)))
+
+
 def render_path(repeats: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for label, mapping in (
@@ -198,36 +207,23 @@ def render_path(repeats: int) -> dict[str, Any]:
     ):
         config = SubmitConfig.from_dict(mapping)
         ours = otel.render_collector_config(config, "aime25", BENCH_DIR)
-        baseline_text = yaml.safe_dump(dict_document(config, "aime25", BENCH_DIR), sort_keys=False)
-        same = yaml.safe_load(ours) == yaml.safe_load(baseline_text)
-        # Interleave the two so both see the same machine state.
-        rendered, dumped = [], []
+        same = yaml.safe_load(ours) == yaml.safe_load(_dump(config, yaml.CSafeDumper))
+        # Interleave the three so all see the same machine state.
+        rendered, dumped, c_dumped = [], [], []
+        calls = (
+            (rendered, lambda c=config: otel.render_collector_config(c, "aime25", BENCH_DIR)),
+            (dumped, lambda c=config: _dump(c, yaml.SafeDumper)),
+            (c_dumped, lambda c=config: _dump(c, yaml.CSafeDumper)),
+        )
         for _ in range(repeats):
-            rendered.append(
-                time_calls(
-                    "render",
-                    lambda c=config: otel.render_collector_config(c, "aime25", BENCH_DIR),
-                    1,
-                    20,
-                ).values[0]
-            )
-            dumped.append(
-                time_calls(
-                    "dump",
-                    lambda c=config: yaml.safe_dump(
-                        dict_document(c, "aime25", BENCH_DIR), sort_keys=False
-                    ),
-                    1,
-                    20,
-                ).values[0]
-            )
-        render_sample = Sample(f"render+validate {label}", "ms", tuple(rendered))
-        dump_sample = Sample(f"dict+safe_dump {label}", "ms", tuple(dumped))
-        ratios = [r / d for r, d in zip(rendered, dumped, strict=True)]
+            for values, call in calls:
+                values.append(time_calls("call", call, 1, 20).values[0])
         results[label] = {
-            "render": render_sample,
-            "baseline": dump_sample,
-            "ratio": Sample(f"ratio {label}", "x", tuple(ratios)),
+            "render": Sample(f"render+validate {label}", "ms", tuple(rendered)),
+            "baseline": Sample(f"dict+safe_dump {label}", "ms", tuple(dumped)),
+            "ratio": _ratio(f"ratio {label}", rendered, dumped),
+            "c_baseline": Sample(f"dict+C dumper {label}", "ms", tuple(c_dumped)),
+            "c_ratio": _ratio(f"ratio to the C dumper {label}", rendered, c_dumped),
             "same_document": same,
         }
     return results
