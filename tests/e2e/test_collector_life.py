@@ -30,6 +30,7 @@ from support.e2e_life import (
     LATE_PRODUCER,
     OWN_METRICS_DEFAULT,
     SPAN_METRICS_CALLS,
+    SPAN_METRICS_DURATION,
     Life,
     Run,
     port_taken,
@@ -50,7 +51,6 @@ pytestmark = pytest.mark.collector
 LINES = ("legacy", "current")
 OVERRIDE = "service.name.override"
 PRODUCER_SCOPE = "nemo_gym.e2e"  # the producers' tracer and meter
-SPAN_METRICS_DURATION = "traces.span.metrics.duration"
 DRIVER = {p.service_name for p in PRODUCERS}
 SERVICES = DRIVER | {LATE_PRODUCER.service_name}
 
@@ -269,3 +269,16 @@ def test_requeued_job_keeps_what_the_first_collector_wrote(lives: dict[str, Futu
     assert_holds_exactly(
         found(in_files(life)), sent([first, second]), "files after the second start"
     )
+
+
+def test_token_stays_out_of_the_job_directory_and_the_logs(lives: dict[str, Future[Life]]) -> None:
+    """Failing exports log their errors: none of them, nor any file the job keeps, holds the token."""
+    for name, future in lives.items():
+        life = future.result()
+        token = life.token.encode()
+        leaks = [p.name for p in life.job_dir.rglob("*") if p.is_file() and token in p.read_bytes()]
+        assert not leaks, f"{name}: the token is written in {leaks}"
+        for number, run in enumerate(life.runs, start=1):
+            # Not an assert on the text: its report would print the token.
+            if life.token in run.log:
+                pytest.fail(f"{name}: the token is in the log of collector run {number}")

@@ -63,8 +63,9 @@ ROUNDS = 1
 # Long enough for the exporters to pick up the data sent after the fault began: one batch
 # timeout (200ms) and a queue hand-off, with a wide margin for a busy machine.
 FAULT_PICKUP_SECONDS = 30
-# The span-metrics connector's call counts, under its default namespace.
+# The span-metrics connector's call counts and durations, under its default namespace.
 SPAN_METRICS_CALLS = "traces.span.metrics.calls"
+SPAN_METRICS_DURATION = "traces.span.metrics.duration"
 
 
 @contextlib.contextmanager
@@ -86,6 +87,7 @@ def port_taken(address: tuple[str, int]) -> Iterator[None]:
 
 
 def someone_listens(address: tuple[str, int]) -> bool:
+    """Whether a connection to ``address`` is accepted: the port is taken."""
     with contextlib.suppress(OSError), socket.create_connection(address, timeout=2):
         return True
     return False
