@@ -174,10 +174,10 @@ def report(life: Life, scenario: str) -> None:
     for number, run in enumerate(life.runs, start=1):
         print(
             f"[{life.line} {scenario} run {number}] TERM to exit {run.exit_seconds:.1f}s, "
-            f"exit code {run.exit_code}; sent spans/logs/points {count(sent([run]))}"
+            f"exit code {run.exit_code}; sent spans/points/logs {count(sent([run]))}"
         )
     print(
-        f"[{life.line} {scenario}] found spans/logs/points: files {count(files)}, backend {count(backend)}"
+        f"[{life.line} {scenario}] found spans/points/logs: files {count(files)}, backend {count(backend)}"
     )
 
 
