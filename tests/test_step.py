@@ -257,7 +257,7 @@ def test_start_refuses_a_health_port_that_already_answers(
         (job_dir / "otel").mkdir(parents=True)
         (job_dir / "otel" / "collector.yaml").write_text("{}\n", encoding="utf-8")
         config = _config(example_mapping, binary="otelcol-contrib", listen_host="127.0.0.244")
-        env = cli_env(PATH=f"{bin_dir}:/usr/bin:/bin", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n")
+        env = helpers.cli_env(PATH=f"{bin_dir}:/usr/bin:/bin", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n")
         fragment = collector_step_script(config, "aime25", job_dir)
         result = _bash(f"set -eu\n{fragment}\notel_collector_start", cwd=tmp_path, env=env)
     finally:
