@@ -44,7 +44,7 @@ from nemo_gym.orchestration.executors.otel import (
 
 from .e2e_backend import OtlpBackend, RoutingProxy
 from .e2e_otlp import SIGNALS, comparable, read_jsonl
-from .e2e_services import REPO, FixtureExporter, ModelService
+from .e2e_services import REPO, FixtureExporter, FixtureExposition, ModelService, Traffic
 
 PRODUCER_SCRIPT = Path(__file__).with_name("e2e_producer.py")
 TOKEN_ENV = "E2E_INGEST_TOKEN"
@@ -148,9 +148,10 @@ class Result:
     sent: dict[str, dict[str, Any]]  # producer service.name -> its report
     backend: OtlpBackend | None
     proxy: RoutingProxy | None
-    model: ModelService
-    exporters: dict[str, FixtureExporter]
+    model: Traffic
+    exporters: dict[str, FixtureExposition]
     user: str = field(default_factory=getpass.getuser)
+    slurm_job_id: str = SLURM_JOB_ID
 
     def file_items(self, signal_name: str) -> list[Any]:
         return read_jsonl(self.otel_dir / f"{signal_name}.jsonl", signal_name)
@@ -181,7 +182,7 @@ def port_is_free(port: int) -> bool:
         return True
 
 
-def _require_free(port: int) -> None:
+def require_free(port: int) -> None:
     if not port_is_free(port):
         pytest.fail(
             f"port {port} is in use: the templates fix it, so stop whatever holds it (another collector?)"
@@ -260,17 +261,18 @@ class Collector:
         self._log.close()
 
 
-def _producer_env(gym_job_id: str, service_name: str) -> dict[str, str]:
+def producer_env(gym_job_id: str) -> dict[str, str]:
+    """This process's environment less any OTLP settings and the token, plus Gym's telemetry."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and k != TOKEN_ENV}
     env.update(driver_telemetry_env(gym_job_id, "default,verify", logs=True))
-    env["OTEL_SERVICE_NAME"] = service_name
     return env
 
 
 class Producers:
-    """The job's own processes, one subprocess per service.name (see e2e_producer.py)."""
+    """The job's own processes, one subprocess per service.name (see e2e_producer.py), each in
+    ``env`` plus its own ``OTEL_SERVICE_NAME``."""
 
-    def __init__(self, gym_job_id: str, log_dir: Path) -> None:
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
         self.processes: dict[str, subprocess.Popen[str]] = {}
         self.stderr: dict[str, Path] = {}
         self._lines: dict[str, queue.Queue[str]] = {}
@@ -289,7 +291,7 @@ class Producers:
             with self.stderr[name].open("w") as stderr:
                 self.processes[name] = subprocess.Popen(
                     command,
-                    env=_producer_env(gym_job_id, name),
+                    env={**env, "OTEL_SERVICE_NAME": name},
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=stderr,
@@ -366,7 +368,7 @@ def run_job(
 ) -> Result:
     """Run one job end to end; ``during_outage`` (if given) runs with the backend answering 503."""
     for port in (OTLP_GRPC_PORT, OTLP_HTTP_PORT, COLLECTOR_HEALTH_PORT):
-        _require_free(port)
+        require_free(port)
     uses_backend = "otlp_http" in job.exporters
     backend = OtlpBackend() if uses_backend else None
     proxy = RoutingProxy(backend, job.token) if backend else None
@@ -412,7 +414,7 @@ def run_job(
         with running(collector):
             collector.wait_healthy()
             model.serve(requests=40, prompt_tokens=12_000, running=3)
-            producers = Producers(job.gym_job_id, outside)
+            producers = Producers(producer_env(job.gym_job_id), outside)
             with running(producers):
                 result.sent = producers.wait_ready()
                 # Prometheus's discovery hands the receiver its targets only after a few seconds.
