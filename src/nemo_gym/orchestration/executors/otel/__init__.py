@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         Violation,
     )
     from ._render import collector_config_path, render_collector_config, write_collector_config
+    from ._step import CollectorStep, collector_step, collector_step_script
     from ._validate import validate_collector_config
     from ._validation import (
         gym_telemetry_active,
@@ -62,6 +63,9 @@ _LAZY = {
     "collector_config_path": ("_render", "collector_config_path"),
     "render_collector_config": ("_render", "render_collector_config"),
     "write_collector_config": ("_render", "write_collector_config"),
+    "CollectorStep": ("_step", "CollectorStep"),
+    "collector_step": ("_step", "collector_step"),
+    "collector_step_script": ("_step", "collector_step_script"),
     "validate_collector_config": ("_validate", "validate_collector_config"),
     "gym_telemetry_active": ("_validation", "gym_telemetry_active"),
     "otel_active": ("_validation", "otel_active"),
@@ -95,6 +99,7 @@ __all__ = [
     "OTLP_HTTP_PORT",
     "SHUTDOWN_WAIT_SECONDS",
     "CollectorConfigError",
+    "CollectorStep",
     "OtelConfigError",
     "SubmitConfig",
     "SubmitConfigError",
@@ -102,6 +107,8 @@ __all__ = [
     "Violation",
     "_policy_model_name",
     "collector_config_path",
+    "collector_step",
+    "collector_step_script",
     "driver_telemetry_env",
     "gym_telemetry_active",
     "merged_driver_env",

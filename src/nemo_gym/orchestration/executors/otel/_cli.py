@@ -26,6 +26,7 @@ from ._errors import (
     Violation,
 )
 from ._render import render_collector_config, write_collector_config
+from ._step import collector_step, collector_step_script
 from ._templates import format_version, search_path, template_set
 from ._validate import validate_collector_config
 from ._validation import validate_destination, validate_gym_telemetry
@@ -125,6 +126,18 @@ def _cmd_env(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_step(args: argparse.Namespace) -> int:
+    config = SubmitConfig.from_yaml(args.config)
+    validate_gym_telemetry(config)
+    with _named_as_flags({"benchmark_name": "--benchmark", "remote_bench_dir": "--job-dir"}):
+        if args.json:
+            step = collector_step(config, args.benchmark, args.job_dir)
+            print(json.dumps(step.as_json(), indent=2))
+        else:
+            sys.stdout.write(collector_step_script(config, args.benchmark, args.job_dir))
+    return EXIT_OK
+
+
 def _bundled_example() -> Path:
     return Path(str(resources.files(__name__.rpartition(".")[0]) / "examples" / _BUNDLED_EXAMPLE))
 
@@ -215,6 +228,19 @@ def _parser() -> argparse.ArgumentParser:
     env.add_argument("--gym-job-id", required=True)
     env.add_argument("--json", action="store_true")
     env.set_defaults(run=_cmd_env)
+
+    step = commands.add_parser(
+        "step", help="print the bash fragment that runs the collector as a Slurm job step"
+    )
+    step.add_argument("config", help="submit config (YAML)")
+    step.add_argument("--benchmark", required=True, help="one of driver.benchmarks")
+    step.add_argument(
+        "--job-dir",
+        required=True,
+        help="absolute job directory, <output_path>/<gym_job_id>/<benchmark>",
+    )
+    step.add_argument("--json", action="store_true", help="print the step as JSON instead")
+    step.set_defaults(run=_cmd_step)
 
     check = commands.add_parser("check", help="render and check every line and combination")
     check.add_argument(

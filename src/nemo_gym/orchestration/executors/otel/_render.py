@@ -27,7 +27,7 @@ def collector_config_path(remote_bench_dir: str | os.PathLike[str]) -> Path:
     return Path(remote_bench_dir) / COLLECTOR_DIR / COLLECTOR_CONFIG_NAME
 
 
-def _check_render_inputs(
+def check_render_inputs(
     config: SubmitConfig, benchmark_name: str, remote_bench_dir: str
 ) -> PurePosixPath:
     if not config.otel.enabled:
@@ -102,7 +102,7 @@ def render_collector_config(
     from ._collector_check import check_collector_config
     from ._reparse import RENDERINGS
 
-    bench_dir = _check_render_inputs(config, benchmark_name, os.fspath(remote_bench_dir))
+    bench_dir = check_render_inputs(config, benchmark_name, os.fspath(remote_bench_dir))
     info, line = select_template(config, template_dirs)
     meta = {
         "package_version": package_version(),

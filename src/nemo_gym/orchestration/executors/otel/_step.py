@@ -1,0 +1,278 @@
+"""The collector's Slurm job step: how it starts, when it is healthy, and how it stops.
+
+Every executor used to re-implement this from prose, and the obvious way loses data: on Slurm
+22.05, ``kill -TERM`` of the background ``srun`` and a plain ``scancel <job>.<step>`` both end
+the collector with SIGKILL, so nothing is flushed. Only ``scancel --signal=TERM <job>.<step>``
+hands the collector the TERM it shuts down cleanly on, and the step's ``srun`` then returns the
+collector's exit status. Step ids are handed out in start order, which races between background
+steps, so the stop finds the step by its name.
+
+:func:`collector_step` describes the step as data (for executors that build their own scripts);
+:func:`collector_step_script` writes the bash fragment that runs it. The fragment needs nothing on
+the node beyond bash and Slurm's own commands: the health check is read through bash's
+``/dev/tcp`` and even the pauses are bash builtins. The token reaches the step through the
+environment only (``--export=ALL``): the fragment names its variable, never its value.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from ._config import SubmitConfig
+from ._constants import (
+    COLLECTOR_DIR,
+    COLLECTOR_HEALTH_PORT,
+    COLLECTOR_SERVICE_NAME,
+    FINAL_SCRAPE_GRACE_SECONDS,
+    SHUTDOWN_WAIT_SECONDS,
+)
+from ._render import check_render_inputs, collector_config_path
+
+COLLECTOR_LOG_NAME = "collector.log"
+
+
+@dataclass(frozen=True)
+class CollectorStep:
+    """Everything an executor needs to run the collector as a step of the benchmark job.
+
+    ``command`` is what runs inside the step; ``srun_command`` prefixes it with ``srun`` and
+    ``srun_options``. ``env_names`` lists the variables the step must inherit from the batch
+    script (the token's variable only when the backend exporter is used): names, never values.
+    """
+
+    name: str
+    command: tuple[str, ...]
+    srun_options: tuple[str, ...]
+    env_names: tuple[str, ...]
+    config_path: PurePosixPath
+    log_path: PurePosixPath
+    health_host: str
+    health_port: int
+    health_url: str
+    health_timeout_seconds: int
+    grace_seconds: int
+    shutdown_wait_seconds: int
+
+    @property
+    def srun_command(self) -> tuple[str, ...]:
+        return ("srun", *self.srun_options, *self.command)
+
+    def as_json(self) -> dict[str, object]:
+        """Plain JSON types, as ``nemo-gym-otel step --json`` prints them."""
+        return {
+            "name": self.name,
+            "command": list(self.command),
+            "srun_options": list(self.srun_options),
+            "srun_command": list(self.srun_command),
+            "env_names": list(self.env_names),
+            "config_path": str(self.config_path),
+            "log_path": str(self.log_path),
+            "health_url": self.health_url,
+            "health_timeout_seconds": self.health_timeout_seconds,
+            "grace_seconds": self.grace_seconds,
+            "shutdown_wait_seconds": self.shutdown_wait_seconds,
+        }
+
+
+def collector_step(
+    config: SubmitConfig, benchmark_name: str, remote_bench_dir: str | os.PathLike[str]
+) -> CollectorStep:
+    """The collector's step for one benchmark job, from the same inputs as its config.
+
+    The inputs are checked as for rendering, so a step never points at a config that could not
+    have been written. The config is read with the ``file:`` provider, which takes the rest of the
+    argument as a path: a ``:`` in the job directory cannot be mistaken for a URI scheme.
+    """
+    bench_dir = check_render_inputs(config, benchmark_name, os.fspath(remote_bench_dir))
+    otel = config.otel
+    config_path = PurePosixPath(collector_config_path(bench_dir))
+    options = [
+        "--overlap",
+        "--nodes=1",
+        "--ntasks=1",
+        f"--job-name={COLLECTOR_SERVICE_NAME}",
+        "--export=ALL",
+    ]
+    if otel.container is not None:
+        # Pyxis: the collector reads its config and writes its files in the job directory.
+        options += [f"--container-image={otel.container}", f"--container-mounts={bench_dir}"]
+    env_names = (otel.token_env,) if "otlp_http" in otel.exporters else ()
+    host = otel.listen_host
+    url_host = f"[{host}]" if ":" in host else host
+    return CollectorStep(
+        name=COLLECTOR_SERVICE_NAME,
+        command=(otel.binary, f"--config=file:{config_path}"),
+        srun_options=tuple(options),
+        env_names=(*env_names, "SLURM_JOB_ID"),
+        config_path=config_path,
+        log_path=bench_dir / COLLECTOR_DIR / COLLECTOR_LOG_NAME,
+        health_host=host,
+        health_port=COLLECTOR_HEALTH_PORT,
+        health_url=f"http://{url_host}:{COLLECTOR_HEALTH_PORT}/",
+        health_timeout_seconds=otel.health_check_timeout_seconds,
+        grace_seconds=FINAL_SCRAPE_GRACE_SECONDS,
+        shutdown_wait_seconds=SHUTDOWN_WAIT_SECONDS,
+    )
+
+
+def collector_step_script(
+    config: SubmitConfig, benchmark_name: str, remote_bench_dir: str | os.PathLike[str]
+) -> str:
+    """A bash fragment defining ``otel_collector_start`` and ``otel_collector_stop``.
+
+    Source it in the job's batch script after ``collector.yaml`` was written; call the start
+    before the job's services and the stop after the driver exited. Both return non-zero with one
+    line on stderr when something went wrong (see the README's executor section).
+    """
+    step = collector_step(config, benchmark_name, remote_bench_dir)
+    q = shlex.quote
+    # The binary is looked up on the node only when it runs there; in a container it is the
+    # image's business, and srun's own error lands in the log.
+    binary_check = (
+        ""
+        if config.otel.container is not None
+        else (
+            f"    if ! command -v {q(step.command[0])} >/dev/null 2>&1; then\n"
+            f'        echo "otel_collector_start: collector binary not found: "{q(step.command[0])}'
+            '" (otel.binary; put it on PATH or set an absolute path)" >&2\n'
+            "        return 127\n"
+            "    fi\n"
+        )
+    )
+    token_checks = "".join(
+        f'    if [[ -z "${{{name}:-}}" ]]; then\n'
+        f'        echo "otel_collector_start: {name} is not set or empty; export the ingest token '
+        f"in the job's environment (otel.token_env)\" >&2\n"
+        "        return 1\n"
+        "    fi\n"
+        for name in step.env_names
+        if name != "SLURM_JOB_ID"
+    )
+    return _FRAGMENT.format(
+        name=q(step.name),
+        srun=" ".join(q(part) for part in step.srun_command),
+        config=q(str(step.config_path)),
+        log=q(str(step.log_path)),
+        host=q(step.health_host),
+        port=step.health_port,
+        health_timeout=step.health_timeout_seconds,
+        grace=step.grace_seconds,
+        shutdown_wait=step.shutdown_wait_seconds,
+        token_checks=token_checks,
+        binary_check=binary_check,
+    )
+
+
+_FRAGMENT = """\
+# nemo-gym-otel: the OpenTelemetry Collector's job step. Source this file in the batch script,
+# call otel_collector_start before the job's services and otel_collector_stop after the driver.
+_otel_collector_pid=
+
+_otel_collector_pause() {{  # sleep without coreutils: a read that times out
+    read -rt "$1" <> <(:) || :
+}}
+
+_otel_collector_last_log_line() {{
+    local line last=
+    if [[ ! -r {log} ]]; then printf '(no log)'; return 0; fi
+    while IFS= read -r line || [[ -n "$line" ]]; do
+        [[ -n "$line" ]] && last=$line
+    done < {log}
+    printf '%s' "${{last:-(the log is empty)}}"
+}}
+
+_otel_collector_healthy() {{  # HTTP/1.0 GET through bash's /dev/tcp; healthy means 200
+    local status
+    exec 9<>/dev/tcp/{host}/{port} || return 1
+    printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&9
+    IFS= read -rt 2 status <&9
+    exec 9<&-
+    [[ "$status" == "HTTP/1."?" 200"* ]]
+}} 2>/dev/null
+
+_otel_collector_steps() {{  # the collector's step ids, found by name: step ids race
+    squeue --noheader --steps --jobs="$SLURM_JOB_ID" --format='%i %j' 2>/dev/null |
+        while read -r id name; do
+            if [[ "$name" == {name} ]]; then printf '%s\\n' "$id"; fi
+        done
+    return 0
+}}
+
+_otel_collector_kill_step() {{
+    local step
+    for step in $(_otel_collector_steps); do scancel "$step" 2>/dev/null || :; done
+    kill -KILL "$_otel_collector_pid" 2>/dev/null || :
+    wait "$_otel_collector_pid" 2>/dev/null || :
+    _otel_collector_pid=
+}}
+
+otel_collector_start() {{
+    if [[ -z "${{SLURM_JOB_ID:-}}" ]]; then
+        echo "otel_collector_start: SLURM_JOB_ID is not set; call it inside a Slurm job" >&2
+        return 1
+    fi
+{token_checks}{binary_check}    if [[ ! -f {config} ]]; then
+        echo "otel_collector_start: "{config}" does not exist; write it first (write_collector_config)" >&2
+        return 1
+    fi
+    {srun} >>{log} 2>&1 &
+    _otel_collector_pid=$!
+    local deadline=$((SECONDS + {health_timeout}))
+    while ((SECONDS < deadline)); do
+        if ! kill -0 "$_otel_collector_pid" 2>/dev/null; then
+            local status=0
+            wait "$_otel_collector_pid" || status=$?
+            _otel_collector_pid=
+            echo "otel_collector_start: the collector exited (status $status) before it was healthy; "{log}": $(_otel_collector_last_log_line)" >&2
+            return 1
+        fi
+        _otel_collector_healthy && return 0
+        _otel_collector_pause 0.5
+    done
+    _otel_collector_kill_step
+    echo "otel_collector_start: no healthy collector on "{host}":{port} after {health_timeout}s (otel.health_check_timeout_seconds); see "{log} >&2
+    return 1
+}}
+
+otel_collector_stop() {{
+    if [[ -z "$_otel_collector_pid" ]]; then
+        echo "otel_collector_stop: no collector was started by otel_collector_start" >&2
+        return 1
+    fi
+    local status=0
+    if ! kill -0 "$_otel_collector_pid" 2>/dev/null; then
+        wait "$_otel_collector_pid" || status=$?
+        _otel_collector_pid=
+        echo "otel_collector_stop: the collector had already exited (status $status); "{log}": $(_otel_collector_last_log_line)" >&2
+        return $((status == 0 ? 1 : status))
+    fi
+    _otel_collector_pause {grace}  # one more scrape sees the final counters
+    local steps
+    steps=$(_otel_collector_steps)
+    if [[ -z "$steps" ]]; then
+        _otel_collector_kill_step
+        echo "otel_collector_stop: no step named "{name}" in job $SLURM_JOB_ID; the collector was killed without a flush" >&2
+        return 1
+    fi
+    local step
+    for step in $steps; do scancel --signal=TERM "$step" || :; done
+    local deadline=$((SECONDS + {shutdown_wait}))
+    while kill -0 "$_otel_collector_pid" 2>/dev/null && ((SECONDS < deadline)); do
+        _otel_collector_pause 0.2
+    done
+    if kill -0 "$_otel_collector_pid" 2>/dev/null; then
+        _otel_collector_kill_step
+        echo "otel_collector_stop: the collector did not exit within {shutdown_wait}s of TERM; its step was killed, see "{log} >&2
+        return 1
+    fi
+    wait "$_otel_collector_pid" || status=$?
+    _otel_collector_pid=
+    if ((status != 0)); then
+        echo "otel_collector_stop: the collector exited with status $status; "{log}": $(_otel_collector_last_log_line)" >&2
+    fi
+    return "$status"
+}}
+"""

@@ -1,0 +1,220 @@
+"""The collector's job step as data and as a bash fragment (issue 8).
+
+These tests cover what needs no cluster: the step's description, the quoting of every value that
+lands in the fragment, and the start's refusals that happen before anything reaches Slurm. The
+whole life of the step (health wait, TERM through scancel, exit status) is proven on a real Slurm
+cluster in ``tests/slurm/``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from cli_helpers import cli_env, error_lines, run_cli
+
+from nemo_gym.orchestration.executors.otel import (
+    COLLECTOR_HEALTH_PORT,
+    COLLECTOR_SERVICE_NAME,
+    FINAL_SCRAPE_GRACE_SECONDS,
+    SHUTDOWN_WAIT_SECONDS,
+    SubmitConfig,
+    SubmitConfigError,
+    collector_step,
+    collector_step_script,
+)
+
+JOB_DIR = "/lustre/runs/gym-0001/aime25"
+HOSTILE_JOB_DIR = '/tmp/it\'s a "job" $(touch PWNED) `touch PWNED2` ${HOME} ;|&/gym-1/aime25'
+
+
+def _config(mapping: dict, **otel: object) -> SubmitConfig:
+    changed = copy.deepcopy(mapping)
+    changed["otel"].update(otel)
+    return SubmitConfig.from_dict(changed)
+
+
+def test_step_describes_the_srun_step(example_mapping: dict) -> None:
+    config = _config(example_mapping, health_check_timeout_seconds=77, binary="/opt/otel/otelcol")
+    step = collector_step(config, "aime25", JOB_DIR)
+    assert step.name == COLLECTOR_SERVICE_NAME == "otel_collector"
+    assert step.srun_options == (
+        "--overlap",
+        "--nodes=1",
+        "--ntasks=1",
+        "--job-name=otel_collector",
+        "--export=ALL",
+    )
+    assert step.command == ("/opt/otel/otelcol", f"--config=file:{JOB_DIR}/otel/collector.yaml")
+    assert step.srun_command == ("srun", *step.srun_options, *step.command)
+    assert str(step.log_path) == f"{JOB_DIR}/otel/collector.log"
+    assert step.env_names == ("OTEL_TOKEN", "SLURM_JOB_ID")
+    assert step.health_url == f"http://localhost:{COLLECTOR_HEALTH_PORT}/"
+    assert (step.health_timeout_seconds, step.grace_seconds, step.shutdown_wait_seconds) == (
+        77,
+        FINAL_SCRAPE_GRACE_SECONDS,
+        SHUTDOWN_WAIT_SECONDS,
+    )
+    with pytest.raises(AttributeError):
+        step.name = "other"  # type: ignore[misc]
+
+
+def test_step_names_only_the_variables_its_config_expands(example_mapping: dict) -> None:
+    files_only = _config(example_mapping, exporters=["file"], token_env="ACME_INGEST")
+    assert collector_step(files_only, "aime25", JOB_DIR).env_names == ("SLURM_JOB_ID",)
+    backend = _config(example_mapping, token_env="ACME_INGEST")
+    assert collector_step(backend, "aime25", JOB_DIR).env_names == ("ACME_INGEST", "SLURM_JOB_ID")
+
+
+def test_step_in_a_container_mounts_the_job_directory(example_mapping: dict) -> None:
+    config = _config(example_mapping, container="nvcr.io/acme/otelcol:0.161.0")
+    options = collector_step(config, "aime25", JOB_DIR).srun_options
+    assert "--container-image=nvcr.io/acme/otelcol:0.161.0" in options
+    assert f"--container-mounts={JOB_DIR}" in options
+
+
+def test_health_url_brackets_an_ipv6_listen_host(example_mapping: dict) -> None:
+    step = collector_step(_config(example_mapping, listen_host="fd00::5"), "aime25", JOB_DIR)
+    assert step.health_url == f"http://[fd00::5]:{COLLECTOR_HEALTH_PORT}/"
+    assert step.health_host == "fd00::5"
+
+
+def test_step_refuses_what_rendering_refuses(example_mapping: dict) -> None:
+    config = SubmitConfig.from_dict(example_mapping)
+    with pytest.raises(SubmitConfigError) as unknown:
+        collector_step(config, "not-a-benchmark", JOB_DIR)
+    assert unknown.value.path == "benchmark_name"
+    with pytest.raises(SubmitConfigError) as relative:
+        collector_step_script(config, "aime25", "runs/gym-0001/aime25")
+    assert relative.value.path == "remote_bench_dir"
+
+
+def _bash(script: str, *, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def _stub(bin_dir: Path, name: str, body: str) -> None:
+    path = bin_dir / name
+    path.write_text(f"#!/bin/bash\n{body}\n", encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+def test_fragment_passes_hostile_paths_as_single_words(
+    example_mapping: dict, tmp_path: Path
+) -> None:
+    """Quoting, checked by running the fragment: a stand-in ``srun`` records its arguments.
+
+    A stub is enough here (this is the fragment's quoting, a pure function of the config); the
+    real srun runs the fragment in tests/slurm/.
+    """
+    job_dir = tmp_path / HOSTILE_JOB_DIR.lstrip("/")
+    (job_dir / "otel").mkdir(parents=True)
+    (job_dir / "otel" / "collector.yaml").write_text("receivers: {}\n", encoding="utf-8")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _stub(bin_dir, "otelcol-contrib", "exit 0")
+    _stub(bin_dir, "srun", f'printf "%s\\n" "$@" > {tmp_path}/srun-args; exit 3')
+    config = _config(example_mapping, binary=str(bin_dir / "otelcol-contrib"))
+    fragment = collector_step_script(config, "aime25", job_dir)
+    env = cli_env(PATH=f"{bin_dir}:{os.environ['PATH']}", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n")
+    result = _bash(
+        f"set -euo pipefail\n{fragment}\notel_collector_start || echo rc=$?", cwd=tmp_path, env=env
+    )
+    assert "rc=1" in result.stdout
+    assert "exited (status 3) before it was healthy" in result.stderr
+    args = (tmp_path / "srun-args").read_text(encoding="utf-8").splitlines()
+    assert args[-1] == f"--config=file:{job_dir}/otel/collector.yaml"
+    assert args[:-2] == [*collector_step(config, "aime25", job_dir).srun_options]
+    assert not list(tmp_path.rglob("PWNED*"))
+    assert (job_dir / "otel" / "collector.log").exists()
+
+
+def test_fragment_never_holds_the_token(
+    example_mapping: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_TOKEN", "s3cr3t-ingest-token")
+    fragment = collector_step_script(SubmitConfig.from_dict(example_mapping), "aime25", JOB_DIR)
+    assert "s3cr3t-ingest-token" not in fragment
+    assert '"${OTEL_TOKEN:-}"' in fragment  # read from the job's environment at start
+
+
+@pytest.mark.parametrize(
+    ("missing", "message"),
+    [
+        ("token", "otel_collector_start: OTEL_TOKEN is not set or empty"),
+        ("binary", "otel_collector_start: collector binary not found"),
+        ("config", "does not exist; write it first"),
+        ("job", "otel_collector_start: SLURM_JOB_ID is not set"),
+    ],
+)
+def test_start_refuses_before_reaching_slurm(
+    example_mapping: dict, tmp_path: Path, missing: str, message: str
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _stub(bin_dir, "srun", f"touch {tmp_path}/srun-ran")
+    if missing != "binary":
+        _stub(bin_dir, "otelcol-contrib", "exit 0")
+    job_dir = tmp_path / "runs" / "gym-1" / "aime25"
+    (job_dir / "otel").mkdir(parents=True)
+    if missing != "config":
+        (job_dir / "otel" / "collector.yaml").write_text("{}\n", encoding="utf-8")
+    config = _config(example_mapping, binary="otelcol-contrib")
+    env = cli_env(
+        PATH=f"{bin_dir}:/usr/bin:/bin",
+        SLURM_JOB_ID=None if missing == "job" else "7",
+        OTEL_TOKEN="" if missing == "token" else "t0k3n",
+    )
+    fragment = collector_step_script(config, "aime25", job_dir)
+    result = _bash(f"set -eu\n{fragment}\notel_collector_start", cwd=tmp_path, env=env)
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line]
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert not (tmp_path / "srun-ran").exists()
+
+
+def test_stop_without_start_says_so(example_mapping: dict, tmp_path: Path) -> None:
+    fragment = collector_step_script(SubmitConfig.from_dict(example_mapping), "aime25", JOB_DIR)
+    result = _bash(f"set -eu\n{fragment}\notel_collector_stop", cwd=tmp_path, env=cli_env())
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "otel_collector_stop: no collector was started by otel_collector_start"
+    )
+
+
+def test_cli_step_prints_the_fragment_and_the_json(tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[1]
+    example = repo / "examples" / "submit.yaml"
+    script = run_cli("step", example, "--benchmark", "aime25", "--job-dir", JOB_DIR, cwd=tmp_path)
+    assert script.returncode == 0, script.stderr
+    assert script.stdout == collector_step_script(
+        SubmitConfig.from_yaml(example), "aime25", JOB_DIR
+    )
+    assert subprocess.run(["bash", "-n"], input=script.stdout, text=True).returncode == 0
+    as_json = run_cli(
+        "step", example, "--benchmark", "aime25", "--job-dir", JOB_DIR, "--json", cwd=tmp_path
+    )
+    assert as_json.returncode == 0, as_json.stderr
+    data = json.loads(as_json.stdout)
+    assert data["name"] == "otel_collector"
+    assert data["srun_command"][0] == "srun"
+    assert data["env_names"] == ["OTEL_TOKEN", "SLURM_JOB_ID"]
+    assert data["log_path"] == f"{JOB_DIR}/otel/collector.log"
+
+
+def test_cli_step_names_the_flag_it_refuses(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[1] / "examples" / "submit.yaml"
+    result = run_cli("step", example, "--benchmark", "nope", "--job-dir", JOB_DIR, cwd=tmp_path)
+    assert result.returncode == 1
+    assert error_lines(result.stderr)[0].startswith("--benchmark: ")
+    relative = run_cli("step", example, "--benchmark", "aime25", "--job-dir", "rel", cwd=tmp_path)
+    assert relative.returncode == 1
+    assert error_lines(relative.stderr)[0].startswith("--job-dir: ")
+    assert list(tmp_path.iterdir()) == []
