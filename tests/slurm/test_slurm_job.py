@@ -227,7 +227,7 @@ def test_black_holed_backend_at_stop(
     check_no_token(result)
     check_job_end(result, {"files": destinations(result)["files"]})
     check_token_hidden(slurm)
-    figures(slurm, f"[black hole] swallowed {dict(proxy.swallowed)}")
+    figures(slurm, f"[black hole] requests held unanswered {dict(proxy.held)}")
 
 
 def test_taken_port_8888_does_not_stop_the_collector(

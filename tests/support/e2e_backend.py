@@ -3,8 +3,7 @@
 The proxy answers 200 to every request, but forwards a payload to the backend only when every
 resource in it carries the ``Authorization`` attribute equal to the ingest token; anything else
 is counted as dropped and silently lost, exactly the failure the package exists to prevent. It
-records every ``Authorization`` header it sees, and can be switched to answer 503 (an outage)
-or to a black hole (it accepts requests and never answers them).
+records every ``Authorization`` header it sees, and can be switched to answer 503 (an outage).
 Both listen on 127.0.0.1 on ports the kernel picks.
 """
 
@@ -162,9 +161,6 @@ class RoutingProxy:
         self._token = token
         self._lock = threading.Lock()
         self._outage = False
-        self._black_hole = threading.Event()
-        self._closed = threading.Event()
-        self.swallowed: Counter[str] = Counter()  # taken in by the black hole, never answered
         self.headers: list[str | None] = []  # every Authorization header, in arrival order
         self.kept: Counter[str] = Counter()
         self.dropped: Counter[str] = Counter()
@@ -183,10 +179,6 @@ class RoutingProxy:
         with self._lock:
             self._outage = False
 
-    def start_black_hole(self) -> None:
-        """From now on, read every request and never answer it (until the proxy closes)."""
-        self._black_hole.set()
-
     def _serve(
         self, handler: BaseHTTPRequestHandler, path: str, body: bytes
     ) -> tuple[int, str, bytes]:
@@ -196,11 +188,6 @@ class RoutingProxy:
         if path not in ROUTES:
             return 404, "text/plain", b"unknown path"
         signal, request_type, response_type = ROUTES[path]
-        if self._black_hole.is_set():
-            with self._lock:
-                self.swallowed[signal] += 1
-            self._closed.wait()
-            return 503, "text/plain", b"black hole closed"
         if outage:
             with self._lock:
                 self.refused[signal] += 1
@@ -236,5 +223,4 @@ class RoutingProxy:
             connection.close()
 
     def close(self) -> None:
-        self._closed.set()
         self._server.close()

@@ -182,7 +182,7 @@ def port_is_free(port: int) -> bool:
         return True
 
 
-def require_free(port: int) -> None:
+def _require_free(port: int) -> None:
     if not port_is_free(port):
         pytest.fail(
             f"port {port} is in use: the templates fix it, so stop whatever holds it (another collector?)"
@@ -261,18 +261,21 @@ class Collector:
         self._log.close()
 
 
-def producer_env(gym_job_id: str) -> dict[str, str]:
-    """This process's environment less any OTLP settings and the token, plus Gym's telemetry."""
+def _producer_env(gym_job_id: str, service_name: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and k != TOKEN_ENV}
     env.update(driver_telemetry_env(gym_job_id, "default,verify", logs=True))
+    env["OTEL_SERVICE_NAME"] = service_name
     return env
 
 
 class Producers:
-    """The job's own processes, one subprocess per service.name (see e2e_producer.py), each in
-    ``env`` plus its own ``OTEL_SERVICE_NAME``."""
+    """The job's own processes, one subprocess per service.name (see e2e_producer.py).
 
-    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+    ``env``, when given, is every producer's environment (plus its ``OTEL_SERVICE_NAME``) as a
+    job's driver has it; by default, this process's with Gym's telemetry switched on.
+    """
+
+    def __init__(self, gym_job_id: str, log_dir: Path, env: dict[str, str] | None = None) -> None:
         self.processes: dict[str, subprocess.Popen[str]] = {}
         self.stderr: dict[str, Path] = {}
         self._lines: dict[str, queue.Queue[str]] = {}
@@ -291,7 +294,9 @@ class Producers:
             with self.stderr[name].open("w") as stderr:
                 self.processes[name] = subprocess.Popen(
                     command,
-                    env={**env, "OTEL_SERVICE_NAME": name},
+                    env=_producer_env(gym_job_id, name)
+                    if env is None
+                    else {**env, "OTEL_SERVICE_NAME": name},
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=stderr,
@@ -368,7 +373,7 @@ def run_job(
 ) -> Result:
     """Run one job end to end; ``during_outage`` (if given) runs with the backend answering 503."""
     for port in (OTLP_GRPC_PORT, OTLP_HTTP_PORT, COLLECTOR_HEALTH_PORT):
-        require_free(port)
+        _require_free(port)
     uses_backend = "otlp_http" in job.exporters
     backend = OtlpBackend() if uses_backend else None
     proxy = RoutingProxy(backend, job.token) if backend else None
@@ -414,7 +419,7 @@ def run_job(
         with running(collector):
             collector.wait_healthy()
             model.serve(requests=40, prompt_tokens=12_000, running=3)
-            producers = Producers(producer_env(job.gym_job_id), outside)
+            producers = Producers(job.gym_job_id, outside)
             with running(producers):
                 result.sent = producers.wait_ready()
                 # Prometheus's discovery hands the receiver its targets only after a few seconds.

@@ -40,6 +40,7 @@ def main() -> None:
     parser.add_argument("--services", required=True, help="comma-separated service step names")
     parser.add_argument("--model", required=True, help="the service step that takes traffic")
     parser.add_argument("--report", type=Path, required=True)
+    parser.add_argument("--gym-job-id", required=True)
     args = parser.parse_args()
     services = args.services.split(",")
     wait_for(
@@ -48,7 +49,7 @@ def main() -> None:
         "the service steps",
     )
     control(args.control_dir, args.model, FIRST_TRAFFIC)
-    producers = Producers(dict(os.environ), args.report.parent)
+    producers = Producers(args.gym_job_id, args.report.parent, env=dict(os.environ))
     with running(producers):
         producers.wait_ready()
         # Prometheus's discovery hands the receiver its targets only after a few seconds.

@@ -43,7 +43,7 @@ from nemo_gym.orchestration.executors.otel import (
 )
 
 from .e2e_backend import OtlpBackend, RoutingProxy
-from .e2e_job import TOKEN_ENV, Job, Result, require_free
+from .e2e_job import TOKEN_ENV, Job, Result, _require_free
 from .e2e_services import FixtureExposition
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -57,7 +57,7 @@ SERVICES: dict[str, str | None] = {
 HEALTH_TIMEOUT_SECONDS = 60
 JOB_TIME_LIMIT_MINUTES = 5
 # squeue's and scontrol's view of the job while it runs, and every process's command line.
-WATCH_INTERVAL_SECONDS = 0.2
+WATCH_INTERVAL_SECONDS = 0.5
 DRIVER_ENV_EXTRA = {"NEMO_GYM_SLURM_TEST": "lit:driver env from the submit config"}
 
 
@@ -180,6 +180,8 @@ def batch_script(
             "policy",
             "--report",
             str(work / "driver.json"),
+            "--gym-job-id",
+            scenario.job.gym_job_id,
         ]
     )
     if scenario.stop == "naive":
@@ -315,7 +317,7 @@ def run_slurm_job(
 ) -> SlurmRun:
     """Submit one scenario's job, watch it until it ends, and gather what it left behind."""
     for port in (OTLP_GRPC_PORT, OTLP_HTTP_PORT, COLLECTOR_HEALTH_PORT):
-        require_free(port)
+        _require_free(port)
     work.mkdir(parents=True)
     (work / "control").mkdir()
     job = scenario.job
@@ -323,6 +325,9 @@ def run_slurm_job(
     mapping = job.config_dict(output_path, ports, proxy.url)
     mapping["otel"]["binary"] = scenario.binary
     mapping["otel"]["health_check_timeout_seconds"] = HEALTH_TIMEOUT_SECONDS
+    # The default interval, as in production: the span metrics flush at it, so the spans of a
+    # job's last seconds are counted only when a flush after them still reaches the files.
+    del mapping["otel"]["scrape_interval_seconds"]
     mapping["driver"]["env"] = DRIVER_ENV_EXTRA
     config = SubmitConfig.from_dict(mapping)
     job_dir = output_path / job.gym_job_id / job.benchmark
@@ -349,7 +354,7 @@ def run_slurm_job(
     if scenario.token_in_env:
         env[TOKEN_ENV] = job.token
     job_id = submit(script, env)
-    on_stop = proxy.start_black_hole if scenario.black_hole_at_stop else (lambda: None)
+    on_stop = proxy.become_black_hole if scenario.black_hole_at_stop else (lambda: None)
     watcher = Watcher(job_id, job.token, work / "stopping", on_stop)
     watcher.wait_finished(JOB_TIME_LIMIT_MINUTES * 60 + 60)
     status = dict(line.split("=", 1) for line in _read(work / "status").splitlines() if "=" in line)
@@ -361,7 +366,7 @@ def run_slurm_job(
             job_dir=job_dir,
             otel_dir=config_path.parent,
             config_path=config_path,
-            collector_log=step.log_path,
+            collector_log=Path(step.log_path),
             exit_code=int(status.get("stop", "-1")),
             sent=report["sent"],
             backend=backend,
