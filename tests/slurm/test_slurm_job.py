@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 from support.e2e_backend import OtlpBackend, RoutingProxy
 from support.e2e_checks import (
-    SPAN_METRICS,
     check_files,
     check_final_counter,
     check_no_token,
@@ -30,8 +29,6 @@ from support.e2e_checks import (
     check_sdk_items,
     check_span_counts,
     random_token,
-    sent_span_counts,
-    span_counts,
 )
 from support.e2e_job import TOKEN_ENV, Job, Result
 from support.e2e_otlp import SIGNALS
@@ -260,26 +257,38 @@ def test_second_run_keeps_the_first_runs_data(
     )
 
 
-def test_naive_stop_loses_the_final_data(
-    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
+@pytest.mark.parametrize("stop", ["naive", "scancel-term"])
+def test_how_the_step_is_signalled_decides_the_last_batch(
+    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str, stop: str
 ) -> None:
-    """``kill -TERM`` of the collector's background srun, as an executor keeping its pid would:
-    srun kills the collector, which never flushes. This is why the fragment stops the step with
-    ``scancel --signal=TERM``, and it shows that the suite fails when the stop is wrong."""
-    slurm = run(tmp_path, backend, proxy, scenario("naive-stop", token, stop="naive"))
+    """A batch accepted just before the stop signal: ``kill -TERM`` of the collector's
+    background srun (what an executor keeping its pid does) makes srun kill the collector, which
+    never flushes, so the batch is lost; a TERM to the step itself (``scancel --signal=TERM``,
+    what the fragment sends) lets it flush. This is why the fragment stops the step the way it
+    does, and it shows that the suite fails when the stop is wrong."""
+    slurm = run(tmp_path, backend, proxy, scenario(f"stop-{stop}", token, stop=stop))
     assert slurm.status.get("start") == "0", slurm.start_error
-    assert slurm.status.get("stop") not in ("0", None), "the naive stop ended the collector cleanly"
+    assert slurm.status.get("driver") == "0", f"the driver step failed; see {slurm.slurm_outputs()}"
     result = slurm.result
     assert result is not None
-    lost = {}
-    for where, destination in destinations(result).items():
-        missing = sent_span_counts(result) - span_counts(destination["metrics"])
-        lost[where] = sum(missing.values())
-        assert missing, f"{where}: every span was counted in {SPAN_METRICS} despite the naive stop"
+    late = slurm.late_spans()
+    assert late, "the late producer's collector accepted no span"
+    arrived = {
+        where: late & {s.span_id for s in destination["traces"]}
+        for where, destination in destinations(result).items()
+    }
     print(
-        f"[naive stop] srun exit {slurm.status['stop']}; span-metrics calls missing: {lost}; "
-        f"sent {sum(sent_span_counts(result).values())} spans"
+        f"[stop by {stop}] srun exit {slurm.status['stop']}; late spans accepted {len(late)}, "
+        f"arrived: { {where: len(spans) for where, spans in arrived.items()} }"
     )
+    if stop == "naive":
+        assert slurm.status["stop"] != "0", "the naive stop ended the collector cleanly"
+        assert not any(arrived.values()), (
+            f"the late batch arrived despite the naive stop: {arrived}"
+        )
+    else:
+        assert slurm.status["stop"] == "0", f"the collector exited {slurm.status['stop']}"
+        assert all(spans == late for spans in arrived.values()), f"late spans arrived: {arrived}"
 
 
 @contextlib.contextmanager

@@ -43,7 +43,7 @@ from nemo_gym.orchestration.executors.otel import (
 )
 
 from .e2e_backend import OtlpBackend, RoutingProxy
-from .e2e_job import TOKEN_ENV, Job, Result, _require_free
+from .e2e_job import PRODUCER_SCRIPT, TOKEN_ENV, Job, Result, _require_free
 from .e2e_services import FixtureExposition
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -58,6 +58,17 @@ HEALTH_TIMEOUT_SECONDS = 60
 JOB_TIME_LIMIT_MINUTES = 5
 # squeue's and scontrol's view of the job while it runs, and every process's command line.
 WATCH_INTERVAL_SECONDS = 0.5
+# The ways a scenario may signal the collector at the end of the job besides the fragment's own
+# stop (both after a late batch, see ``batch_script``): kill -TERM of the step's background
+# srun, as an executor that kept its pid would, and a TERM to the step itself.
+STOP_SIGNALS = {
+    "naive": 'kill -TERM "$collector_srun"',
+    "scancel-term": "scancel --signal=TERM "
+    "$(squeue -s -h -j \"$SLURM_JOB_ID\" -o '%i %j' | awk '$2 == \"otel_collector\" {print $1}')",
+}
+LATE_PRODUCER = "gym-late-server"
+LATE_REPORT = "late-producer.jsonl"
+LATE_WAIT_POLLS = 3000  # of 20 ms: at most a minute for the late producer's report
 DRIVER_ENV_EXTRA = {"NEMO_GYM_SLURM_TEST": "lit:driver env from the submit config"}
 
 
@@ -77,7 +88,7 @@ class Scenario:
     job: Job
     binary: str  # otel.binary in the submit config
     token_in_env: bool = True  # the job's environment holds the token variable
-    stop: str = "fragment"  # or "naive": kill -TERM of the collector's background srun
+    stop: str = "fragment"  # or a key of STOP_SIGNALS
     black_hole_at_stop: bool = False
     # Turns the written collector.yaml into a broken one, as a hand edit could.
     break_config: Callable[[str], str] | None = None
@@ -108,6 +119,14 @@ class SlurmRun:
         """How long the stop waited after the grace: from TERM to the collector's exit."""
         stop = float(self.status["stop_ended"]) - float(self.status["stop_began"])
         return stop - self.grace_seconds
+
+    def late_spans(self) -> set[str]:
+        """The span ids of the late batch that the collector accepted (see ``batch_script``)."""
+        lines = _read(self.work / LATE_REPORT).splitlines()
+        assert lines, f"the late producer reported nothing; see {self.slurm_outputs()}"
+        report = json.loads(lines[-1])
+        assert report["phase"] == "done" and not report["failures"], report
+        return {s["span_id"] for s in report["spans"]}
 
     def slurm_outputs(self) -> list[Path]:
         return sorted(self.work.glob("slurm-*.out"))
@@ -184,14 +203,28 @@ def batch_script(
             scenario.job.gym_job_id,
         ]
     )
-    if scenario.stop == "naive":
-        # What an executor that keeps the pid of the background srun would do.
-        stop = f"""sleep {grace_seconds}
-    collector_srun=$(ps -o pid=,args= --ppid $$ | awk '/--job-name=otel_collector/ {{print $1}}')
-    kill -TERM $collector_srun
-    wait $collector_srun"""
-    else:
-        stop = "otel_collector_stop"
+    stop = "otel_collector_stop"
+    if scenario.stop != "fragment":
+        late = shlex.quote(str(work / LATE_REPORT))
+        stop = f"""collector_srun=$(ps -o pid=,args= --ppid $$ | awk '/--job-name=otel_collector/ {{print $1}}')
+    sleep {grace_seconds}
+    # A Gym server still reporting as the stop comes: the collector is signalled the moment
+    # the server's last batch was accepted (its report says done), well inside the batch
+    # processor's timeout, so only a clean shutdown delivers that batch.
+    (
+{exports}
+        export OTEL_SERVICE_NAME={LATE_PRODUCER}
+        echo last | srun --unbuffered --overlap --nodes=1 --ntasks=1 --job-name=late \\
+            --export=ALL {python} {shlex.quote(str(PRODUCER_SCRIPT))} --spans=1 --logs=1 \\
+            --rounds=0 >{late}
+    ) &
+    for ((i = 0; i < {LATE_WAIT_POLLS}; i++)); do
+        grep -q '"phase": "done"' {late} 2>/dev/null && break
+        sleep 0.02
+    done
+    {STOP_SIGNALS[scenario.stop]}
+    wait "$collector_srun"
+"""
     steps = "squeue -s -h -j \"$SLURM_JOB_ID\" -o '%j'"
     return f"""#!/bin/bash
 #SBATCH --job-name=gym-otel-{scenario.name}
@@ -202,6 +235,9 @@ def batch_script(
 #SBATCH --output={work}/slurm-%j.out
 #SBATCH --chdir={work}
 record() {{ printf '%s=%s\\n' "$1" "$2" >>{status}; }}
+stop_collector() {{
+    {stop.strip()}
+}}
 source {shlex.quote(str(work / "collector-step.sh"))}
 export PYTHONPATH={shlex.quote(str(TESTS))}
 {chr(10).join(services)}
@@ -218,7 +254,7 @@ fi
 record driver $?
 record stop_began "$(date +%s.%N)"
 touch {shlex.quote(str(work / "stopping"))}
-{stop} 2>{shlex.quote(str(work / "stop.err"))}
+stop_collector 2>{shlex.quote(str(work / "stop.err"))}
 record stop $?
 record stop_ended "$(date +%s.%N)"
 {steps} >{shlex.quote(str(work / "steps-after-stop"))}
