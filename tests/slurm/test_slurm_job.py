@@ -249,6 +249,11 @@ def test_second_run_keeps_the_first_runs_data(
     assert second.job_dir == first.job_dir
     both = merge_runs(first, second)
     files = {s: both.file_items(s) for s in SIGNALS}
+    first_spans = {s["span_id"] for report in first.sent.values() for s in report["spans"]}
+    kept = len(first_spans & {s.span_id for s in files["traces"]})
+    assert kept == len(first_spans), (
+        f"after the second run the files hold {kept} of the first run's {len(first_spans)} spans"
+    )
     check_sdk_items(both, files, "files after two runs")
     check_token_hidden(second_run)
     print(
