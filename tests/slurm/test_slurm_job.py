@@ -218,9 +218,7 @@ def test_black_holed_backend_at_stop(
     collector still exits 0 within the bound, and the files hold everything."""
     slurm = run(tmp_path, backend, proxy, scenario("black-hole", token, black_hole_at_stop=True))
     result = check_started_and_stopped(slurm)
-    assert proxy.swallowed.total() > 0, (
-        "nothing reached the black hole: the scenario proved nothing"
-    )
+    assert proxy.held.total() > 0, "nothing reached the black hole: the scenario proved nothing"
     check_files(result)
     check_no_token(result)
     check_job_end(result, {"files": destinations(result)["files"]})
@@ -267,11 +265,12 @@ def test_second_run_keeps_the_first_runs_data(
 def test_how_the_step_is_signalled_decides_the_last_batch(
     tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str, stop: str
 ) -> None:
-    """A batch accepted just before the stop signal: ``kill -TERM`` of the collector's
+    """A batch accepted just before the stop signal. ``kill -TERM`` of the collector's
     background srun (what an executor keeping its pid does) makes srun kill the collector, which
-    never flushes, so the batch is lost; a TERM to the step itself (``scancel --signal=TERM``,
-    what the fragment sends) lets it flush. This is why the fragment stops the step the way it
-    does, and it shows that the suite fails when the stop is wrong."""
+    never flushes: the batch never reaches the job directory's files. A TERM to the step itself
+    (``scancel --signal=TERM``, what the fragment sends) lets it flush to both destinations.
+    This is why the fragment stops the step the way it does, and it shows that the suite fails
+    when the stop is wrong."""
     slurm = run(tmp_path, backend, proxy, scenario(f"stop-{stop}", token, stop=stop))
     assert slurm.status.get("start") == "0", slurm.start_error
     assert slurm.status.get("driver") == "0", f"the driver step failed; see {slurm.slurm_outputs()}"
@@ -289,9 +288,9 @@ def test_how_the_step_is_signalled_decides_the_last_batch(
     )
     if stop == "naive":
         assert slurm.status["stop"] != "0", "the naive stop ended the collector cleanly"
-        assert not any(arrived.values()), (
-            f"the late batch arrived despite the naive stop: {arrived}"
-        )
+        # The backend may still win the race with the kill (srun's kill travels through
+        # slurmd); the job directory's files, flushed once a second, never do.
+        assert not arrived["files"], "the late batch reached the files despite the naive stop"
     else:
         assert slurm.status["stop"] == "0", f"the collector exited {slurm.status['stop']}"
         assert all(spans == late for spans in arrived.values()), f"late spans arrived: {arrived}"
