@@ -1,35 +1,21 @@
 """One benchmark job on the real Slurm cluster, from the rendered config to the stopped collector.
 
-``run_slurm_job`` renders ``<job dir>/otel/collector.yaml`` with the package, writes a batch
-script around the package's ``collector_step_script`` and submits it with ``sbatch``. The batch
-script runs the model service and the node exporters as ``srun --overlap`` steps
-(``slurm_service.py``), starts the collector with ``otel_collector_start``, runs the driver step
-(``slurm_driver.py``) in the environment of ``merged_driver_env``, and stops the collector with
-``otel_collector_stop`` (or, in ``naive`` mode, with ``kill -TERM`` of the collector's background
-``srun``). The backend behind the routing proxy runs in this process, on loopback.
-
-While the job runs, this process watches it: the names of its steps (``squeue -s``), every
-process's command line and ``scontrol show job -d`` (the token must be in none of them); and,
-when asked, it black-holes the backend the moment the batch script starts the stop. Every wait
-is bounded; a job that outlives its bound is cancelled and the test fails.
+``run_slurm_job`` renders ``<job dir>/otel/collector.yaml`` with the package (as the executor
+does, before the job starts), writes the package's ``collector_step_script`` and the batch
+script around it (``slurm_script.py``), submits the job with the token in the submitting
+environment only, watches it until it ends (``slurm_cluster.py``) and gathers what it left: the
+recorded statuses, the driver's report of what the collector accepted, and a ``Result`` for the
+checks the e2e suite uses. The backend behind the routing proxy runs in this process.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
 import socket
-import subprocess
-import sys
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from nemo_gym.orchestration.executors.otel import (
     COLLECTOR_HEALTH_PORT,
@@ -43,32 +29,12 @@ from nemo_gym.orchestration.executors.otel import (
 )
 
 from .e2e_backend import OtlpBackend, RoutingProxy
-from .e2e_job import PRODUCER_SCRIPT, TOKEN_ENV, Job, Result, _require_free
+from .e2e_job import TOKEN_ENV, Result, _require_free
 from .e2e_services import FixtureExposition
+from .slurm_cluster import Watcher, submit
+from .slurm_script import JOB_TIME_LIMIT_MINUTES, LATE_REPORT, SERVICES, Scenario, batch_script
 
-TESTS = Path(__file__).resolve().parents[1]
-# The job's services: step name -> the fixture it serves (None: the vLLM-shaped model service).
-SERVICES: dict[str, str | None] = {
-    "policy": None,
-    "judge": "vllm_metrics.txt",
-    "dcgm": "dcgm_metrics.txt",
-    "node": "node_metrics.txt",
-}
 HEALTH_TIMEOUT_SECONDS = 60
-JOB_TIME_LIMIT_MINUTES = 5
-# squeue's and scontrol's view of the job while it runs, and every process's command line.
-WATCH_INTERVAL_SECONDS = 0.5
-# The ways a scenario may signal the collector at the end of the job besides the fragment's own
-# stop (both after a late batch, see ``batch_script``): kill -TERM of the step's background
-# srun, as an executor that kept its pid would, and a TERM to the step itself.
-STOP_SIGNALS = {
-    "naive": 'kill -TERM "$collector_srun"',
-    "scancel-term": "scancel --signal=TERM "
-    "$(squeue -s -h -j \"$SLURM_JOB_ID\" -o '%i %j' | awk '$2 == \"otel_collector\" {print $1}')",
-}
-LATE_PRODUCER = "gym-late-server"
-LATE_REPORT = "late-producer.jsonl"
-LATE_WAIT_POLLS = 3000  # of 20 ms: at most a minute for the late producer's report
 DRIVER_ENV_EXTRA = {"NEMO_GYM_SLURM_TEST": "lit:driver env from the submit config"}
 
 
@@ -78,20 +44,6 @@ class ServedTraffic:
 
     prompt_tokens_total: int
     requests: int
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """What varies between the Slurm runs."""
-
-    name: str
-    job: Job
-    binary: str  # otel.binary in the submit config
-    token_in_env: bool = True  # the job's environment holds the token variable
-    stop: str = "fragment"  # or a key of STOP_SIGNALS
-    black_hole_at_stop: bool = False
-    # Turns the written collector.yaml into a broken one, as a hand edit could.
-    break_config: Callable[[str], str] | None = None
 
 
 @dataclass
@@ -139,209 +91,8 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def cluster_problem() -> str | None:
-    """Why no job can run on the local Slurm cluster, or None when it takes jobs."""
-    try:
-        result = subprocess.run(
-            ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=30, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"sinfo failed: {exc}"
-    states = result.stdout.split()
-    if result.returncode != 0 or not {"idle", "mixed", "allocated"} & set(states):
-        return f"no Slurm node takes jobs (sinfo: {result.stdout.strip() or result.stderr.strip()})"
-    return None
-
-
-def require_cluster() -> None:
-    problem = cluster_problem()
-    if problem is None:
-        return
-    message = f"{problem}\nAs root, run .ci/slurm-up to bring up a single-node cluster."
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-def _quoted(values: list[str] | tuple[str, ...]) -> str:
-    return " ".join(shlex.quote(v) for v in values)
-
-
-def batch_script(
-    scenario: Scenario,
-    work: Path,
-    ports: dict[str, int],
-    driver_env: dict[str, str],
-    grace_seconds: int,
-) -> str:
-    """The job script: services, collector start, driver, collector stop; every outcome recorded."""
-    python = _quoted([sys.executable])
-    status = shlex.quote(str(work / "status"))
-    control_dir = shlex.quote(str(work / "control"))
-    services = []
-    for name, fixture in SERVICES.items():
-        kind = ["model", name, f"--model-name={scenario.job.model_name}"]
-        if fixture is not None:
-            kind = ["fixture", name, f"--fixture={fixture}"]
-        services.append(
-            f"srun --overlap --nodes=1 --ntasks=1 --job-name={name} --export=ALL "
-            f"{python} -m support.slurm_service {_quoted(kind)} --port={ports[name]} "
-            f"--control-dir={control_dir} &"
-        )
-    exports = "\n".join(f"    export {k}={shlex.quote(v)}" for k, v in driver_env.items())
-    driver = _quoted(
-        [
-            "--control-dir",
-            str(work / "control"),
-            "--services",
-            ",".join(SERVICES),
-            "--model",
-            "policy",
-            "--report",
-            str(work / "driver.json"),
-            "--gym-job-id",
-            scenario.job.gym_job_id,
-        ]
-    )
-    stop = "otel_collector_stop"
-    if scenario.stop != "fragment":
-        late = shlex.quote(str(work / LATE_REPORT))
-        stop = f"""collector_srun=$(ps -o pid=,args= --ppid $$ | awk '/--job-name=otel_collector/ {{print $1}}')
-    sleep {grace_seconds}
-    # A Gym server still reporting as the stop comes: the collector is signalled the moment
-    # the server's last batch was accepted (its report says done), well inside the batch
-    # processor's timeout, so only a clean shutdown delivers that batch.
-    (
-{exports}
-        export OTEL_SERVICE_NAME={LATE_PRODUCER}
-        echo last | srun --unbuffered --overlap --nodes=1 --ntasks=1 --job-name=late \\
-            --export=ALL {python} {shlex.quote(str(PRODUCER_SCRIPT))} --spans=1 --logs=1 \\
-            --rounds=0 >{late}
-    ) &
-    for ((i = 0; i < {LATE_WAIT_POLLS}; i++)); do
-        grep -q '"phase": "done"' {late} 2>/dev/null && break
-        sleep 0.02
-    done
-    {STOP_SIGNALS[scenario.stop]}
-    wait "$collector_srun"
-"""
-    steps = "squeue -s -h -j \"$SLURM_JOB_ID\" -o '%j'"
-    return f"""#!/bin/bash
-#SBATCH --job-name=gym-otel-{scenario.name}
-#SBATCH --nodes=1
-#SBATCH --ntasks=1
-#SBATCH --cpus-per-task=1
-#SBATCH --time={JOB_TIME_LIMIT_MINUTES}
-#SBATCH --output={work}/slurm-%j.out
-#SBATCH --chdir={work}
-record() {{ printf '%s=%s\\n' "$1" "$2" >>{status}; }}
-stop_collector() {{
-    {stop.strip()}
-}}
-source {shlex.quote(str(work / "collector-step.sh"))}
-export PYTHONPATH={shlex.quote(str(TESTS))}
-{chr(10).join(services)}
-otel_collector_start 2>{shlex.quote(str(work / "start.err"))}
-record start $?
-{steps} >{shlex.quote(str(work / "steps-after-start"))}
-if [[ $(tail -n 1 {status}) != start=0 ]]; then
-    exit 0
-fi
-(
-{exports}
-    srun --overlap --nodes=1 --ntasks=1 --job-name=driver --export=ALL {python} -m support.slurm_driver {driver}
-)
-record driver $?
-record stop_began "$(date +%s.%N)"
-touch {shlex.quote(str(work / "stopping"))}
-stop_collector 2>{shlex.quote(str(work / "stop.err"))}
-record stop $?
-record stop_ended "$(date +%s.%N)"
-{steps} >{shlex.quote(str(work / "steps-after-stop"))}
-"""
-
-
-class Watcher:
-    """Watches the running job from outside: its steps, command lines, scontrol's view."""
-
-    def __init__(self, job_id: str, token: str, stopping: Path, on_stop: Callable[[], None]):
-        self.job_id = job_id
-        self._token = token.encode()
-        self._stopping = stopping
-        self._on_stop = on_stop
-        self.steps_seen: set[str] = set()
-        self.scontrol: list[str] = []
-        self.cmdline_leaks: list[str] = []
-        self.state = ""
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        stop_seen = False
-        while not self._done.is_set():
-            self._scan_cmdlines()
-            self.steps_seen.update(_lines(["squeue", "-s", "-h", "-j", self.job_id, "-o", "%j"]))
-            self.scontrol.append(_text(["scontrol", "show", "job", "-d", self.job_id]))
-            if not stop_seen and self._stopping.exists():
-                stop_seen = True
-                self._on_stop()
-            time.sleep(WATCH_INTERVAL_SECONDS)
-
-    def _scan_cmdlines(self) -> None:
-        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-            try:
-                text = cmdline.read_bytes()
-            except OSError:
-                continue
-            if self._token in text:
-                shown = text.replace(self._token, b"<TOKEN>").replace(b"\0", b" ")
-                self.cmdline_leaks.append(shown.decode(errors="replace")[:300])
-
-    def wait_finished(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while _lines(["squeue", "-h", "-j", self.job_id, "-o", "%T"]):
-            if time.monotonic() > deadline:
-                subprocess.run(["scancel", self.job_id], check=False, timeout=30)
-                self.close()
-                pytest.fail(f"job {self.job_id} still running after {timeout:.0f}s; cancelled it")
-            time.sleep(0.5)
-        self.close()
-        final = _text(["scontrol", "show", "job", "-d", self.job_id])
-        self.scontrol.append(final)
-        self.state = next(
-            (w.split("=", 1)[1] for w in final.split() if w.startswith("JobState=")), ""
-        )
-
-    def close(self) -> None:
-        self._done.set()
-        self._thread.join(timeout=30)
-
-
-def _text(command: list[str]) -> str:
-    return subprocess.run(command, capture_output=True, text=True, timeout=30, check=False).stdout
-
-
-def _lines(command: list[str]) -> list[str]:
-    return _text(command).split()
-
-
 def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
-
-
-def submit(script: Path, env: dict[str, str]) -> str:
-    result = subprocess.run(
-        ["sbatch", "--parsable", str(script)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    if result.returncode != 0:
-        pytest.fail(f"sbatch failed: {result.stderr.strip()}")
-    return result.stdout.strip().split(";")[0]
 
 
 def run_slurm_job(
