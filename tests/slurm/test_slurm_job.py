@@ -156,8 +156,11 @@ def check_failed_start(slurm: SlurmRun, status: str, *words: str) -> str:
     return lines[0]
 
 
-def figures(slurm: SlurmRun, summary: str) -> None:
-    print(f"{summary}; TERM to exit {slurm.seconds_from_term_to_exit():.1f}s (job {slurm.job_id})")
+def print_stop(slurm: SlurmRun, extra: str = "") -> None:
+    print(
+        f"[{slurm.scenario.name}] job {slurm.job_id}: TERM to exit "
+        f"{slurm.seconds_from_term_to_exit():.1f}s{extra}"
+    )
 
 
 # --- the tests --------------------------------------------------------------------------------
@@ -170,10 +173,10 @@ def test_collector_step_delivers_everything(
     """The whole life on the cluster: every e2e check, the job's end, the step, the token."""
     slurm = run(tmp_path, backend, proxy, scenario(f"life-{line}", token, line))
     result = check_started_and_stopped(slurm)
-    summary = check_run(result)
+    check_run(result)  # prints what was sent and what arrived where
     check_job_end(result, destinations(result))
     check_token_hidden(slurm)
-    figures(slurm, summary)
+    print_stop(slurm)
 
 
 def test_missing_binary_fails_the_start(
@@ -219,7 +222,7 @@ def test_black_holed_backend_at_stop(
     check_no_token(result)
     check_job_end(result, {"files": destinations(result)["files"]})
     check_token_hidden(slurm)
-    figures(slurm, f"[black hole] requests held unanswered {dict(proxy.held)}")
+    print_stop(slurm, f"; requests the black hole held unanswered: {dict(proxy.held)}")
 
 
 def test_taken_port_8888_does_not_stop_the_collector(
@@ -229,9 +232,9 @@ def test_taken_port_8888_does_not_stop_the_collector(
     with listening(COLLECTOR_DEFAULT_METRICS_PORT):
         slurm = run(tmp_path, backend, proxy, scenario("port-8888", token))
     result = check_started_and_stopped(slurm)
-    summary = check_run(result)
+    check_run(result)
     check_token_hidden(slurm)
-    figures(slurm, summary)
+    print_stop(slurm)
 
 
 def test_second_run_keeps_the_first_runs_data(
