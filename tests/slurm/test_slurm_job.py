@@ -13,9 +13,6 @@ Outside CI the suite skips when no cluster takes jobs (run ``.ci/slurm-up`` as r
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +29,7 @@ from support.e2e_checks import (
     random_token,
 )
 from support.e2e_job import TOKEN_ENV, Job, Result
+from support.e2e_life import OWN_METRICS_DEFAULT, port_taken
 from support.e2e_otlp import SIGNALS
 from support.otelcol import collector_binary
 from support.slurm_cluster import require_cluster
@@ -44,7 +42,6 @@ pytestmark = [pytest.mark.slurm, pytest.mark.collector]
 
 LINES = ("legacy", "current")
 BOTH = ("otlp_http", "file")
-COLLECTOR_DEFAULT_METRICS_PORT = 8888  # where the collector serves its own metrics by default
 MISSING_BINARY = "nemo-gym-otel-no-such-collector"
 
 
@@ -229,7 +226,7 @@ def test_taken_port_8888_does_not_stop_the_collector(
     tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
 ) -> None:
     """Something on the node (a site's own collector) already listens on 8888."""
-    with listening(COLLECTOR_DEFAULT_METRICS_PORT):
+    with port_taken(OWN_METRICS_DEFAULT):
         slurm = run(tmp_path, backend, proxy, scenario("port-8888", token))
     result = check_started_and_stopped(slurm)
     check_run(result)
@@ -293,20 +290,3 @@ def test_how_the_step_is_signalled_decides_the_last_batch(
     else:
         assert slurm.status["stop"] == "0", f"the collector exited {slurm.status['stop']}"
         assert all(spans == late for spans in arrived.values()), f"late spans arrived: {arrived}"
-
-
-@contextlib.contextmanager
-def listening(port: int) -> Iterator[None]:
-    """``port`` taken on 127.0.0.1 (and ::1 where there is IPv6) for a while: by a listener of
-    ours, or by whoever holds it already (taken either way)."""
-    with contextlib.ExitStack() as stack:
-        for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
-            sock = stack.enter_context(socket.socket(family, socket.SOCK_STREAM))
-            try:
-                sock.bind((host, port))
-            except OSError as exc:
-                if family == socket.AF_INET and exc.errno != errno.EADDRINUSE:
-                    pytest.fail(f"cannot listen on {host}:{port}: {exc}")
-                continue  # taken already, or no IPv6 loopback on this machine
-            sock.listen()
-        yield

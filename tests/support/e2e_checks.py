@@ -303,17 +303,18 @@ def check_run(result: Result) -> str:
 # --- the end of the job: what only a clean stop delivers ---------------------------------------
 
 
-def span_counts(points: list[Point]) -> Counter[tuple[str, str]]:
-    """Calls per (producer, span name) in the span metrics: each cumulative series' last value."""
+def span_counts(points: list[Point], metric: str) -> Counter[tuple[str, str]]:
+    """Per (producer, span name), the count a span-metrics series (``calls``, or the
+    ``duration`` histogram's count) ended at: each cumulative series' last value."""
     latest: dict[tuple[Any, ...], Point] = {}
     for p in points:
-        if p.metric == f"{SPAN_METRICS}.calls":
-            series = (p.attributes.get(OVERRIDE), frozen(p.attributes))
+        if p.metric == metric:
+            series = frozen(p.attributes)
             if series not in latest or p.time_unix_nano > latest[series].time_unix_nano:
                 latest[series] = p
     counts: Counter[tuple[str, str]] = Counter()
-    for (producer, _), p in latest.items():
-        counts[(producer, p.attributes.get("span.name"))] += int(p.value or 0)
+    for p in latest.values():
+        counts[(p.attributes.get(OVERRIDE), p.attributes.get("span.name"))] += p.value or 0
     return counts
 
 
@@ -325,8 +326,10 @@ def sent_span_counts(result: Result) -> Counter[tuple[str, str]]:
 
 def check_span_counts(result: Result, points: list[Point], where: str) -> None:
     """The span metrics count every span sent, the last ones (sent as the producers exit) too."""
-    got, want = span_counts(points), sent_span_counts(result)
-    assert got == want, f"{where}: span-metrics calls differ: {difference(got, want)}"
+    want = sent_span_counts(result)
+    for metric in (f"{SPAN_METRICS}.calls", f"{SPAN_METRICS}.duration"):
+        got = span_counts(points, metric)
+        assert got == want, f"{where}: {metric} counts differ: {difference(got, want)}"
 
 
 def check_final_counter(result: Result, points: list[Point], where: str) -> None:
