@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from ._checks.collector import check_collector_config
+from ._checks.tenant import TenantPolicy
 from ._common.atomic_file import write_atomically
 from ._common.constants import COLLECTOR_CONFIG_NAME, COLLECTOR_DIR
 from ._common.errors import CollectorConfigError, SubmitConfigError, TemplateError
@@ -78,7 +79,8 @@ def render_collector_config(
     source = f"rendered {info.name}"
     parsed = parse_yaml(text, source, TemplateError)
     try:
-        check_collector_config(parsed, line, source)
+        policy = TenantPolicy(config.otel.token_env, config.otel.listen_host)
+        check_collector_config(parsed, line, source, policy)
     except CollectorConfigError as exc:
         raise CollectorConfigError(exc.violations, f"{source} ({info.origin})") from None
     return text
