@@ -38,7 +38,7 @@ def check_render_inputs(
         known = ", ".join(config.driver.benchmarks)
         raise SubmitConfigError(
             "benchmark_name",
-            f"{benchmark_name!r} is not one of driver.benchmarks ({known}); pick one of them",
+            f"is not one of driver.benchmarks ({known}); pick one of them",
         )
     bench_dir = PurePosixPath(os.fspath(remote_bench_dir))
     if not bench_dir.is_absolute():

@@ -12,6 +12,7 @@ would then reach the files.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,9 +63,9 @@ def scan_config(config: Mapping[str, Any], allowed_env: frozenset[str], token_en
     ``allowed_env``, and where ``${env:<token_env>}`` is expanded, in one walk.
 
     YAML reads ``on``, ``no`` or ``8080`` as a boolean or a number, and a JSON Schema only
-    speaks of string keys, so such keys are reported here instead of reaching it. Keys are
-    scanned for ``${`` like values: the collector does not expand them, so one there is a
-    mistake (or a component id the collector refuses)."""
+    speaks of string keys, so such keys are reported here instead of reaching it. The collector
+    expands values only, so keys are not scanned for expansions (component ids with ``$`` are
+    refused by the id rule)."""
     scan = Scan()
     _walk(config, [], scan, allowed_env, token_env)
     return scan
@@ -83,16 +84,8 @@ def _walk(
     else:
         return
     for key, value in items:
-        if mapping:
-            if not isinstance(key, str):
-                scan.keys.append(non_string_key(path, key))
-            elif "${" in key:
-                scan.expansions.append(
-                    Violation(
-                        dotted([*path, key]),
-                        "is a key holding '${', which the collector does not expand; rename it",
-                    )
-                )
+        if mapping and not isinstance(key, str):
+            scan.keys.append(non_string_key(path, key))
         if isinstance(value, str):
             if "$" in value:
                 here = [*path, key]
@@ -252,10 +245,37 @@ def _cycle_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
                 return
 
 
+def _name_is_valid(name: str) -> bool:
+    """The collector's rule for the part of an id after ``/``: 1 to 1024 bytes, no white
+    space, control character or symbol (``$``, ``{``, ``+``, ``|``, ...)."""
+    return 0 < len(name.encode("utf-8", "surrogatepass")) <= 1024 and not any(
+        unicodedata.category(char)[0] in "ZCS" for char in name
+    )
+
+
+def _id_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
+    """Component and pipeline ids whose name the collector refuses, e.g. ``resource/${file:x}``."""
+    places = [[section] for section in SECTIONS] + [["service", "pipelines"]]
+    for place in places:
+        node: Any = config
+        for part in place:
+            node = node.get(part) if isinstance(node, Mapping) else None
+        for key in node if isinstance(node, Mapping) else ():
+            _, slash, name = str(key).partition("/")
+            if slash and not _name_is_valid(name):
+                yield Violation(
+                    dotted([*place, key]),
+                    "has a name (after '/') the collector refuses: white space, a control "
+                    "character or a symbol such as '$', '{' or '+'; use letters, digits, '_', "
+                    "'-', '.' or '/'",
+                )
+
+
 def graph_violations(config: Mapping[str, Any], names: Mapping[str, str]) -> list[Violation]:
     """What the collector refuses when it builds the pipeline graph; ``names`` are the line's
     component type names (role to type)."""
     return [
+        *_id_violations(config),
         *_reference_violations(config),
         *_connector_violations(config, names),
         *_cycle_violations(config),

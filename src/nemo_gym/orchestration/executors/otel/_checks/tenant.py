@@ -257,8 +257,9 @@ def _listener_violations(config: Mapping[str, Any], listen_host: str) -> Iterato
         if not _within(host.strip("[]"), listen_host.strip("[]")):
             yield Violation(
                 dotted(path),
-                f"binds wider than otel.listen_host ({listen_host}); the collector stamps the "
-                "tenant's token on all it receives, so bind the listen host or a loopback address",
+                f"binds wider than the listen host {listen_host} (otel.listen_host; validate's "
+                "--listen-host); the collector stamps the tenant's token on all it receives, so "
+                "bind the listen host or a loopback address",
             )
 
 

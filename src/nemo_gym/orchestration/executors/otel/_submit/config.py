@@ -133,15 +133,11 @@ class SubmitConfig:
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str]) -> SubmitConfig:
+        from .._common.text_file import read_text_file
         from .._common.yaml_loader import parse_yaml
 
         source = Path(path)
-        try:
-            text = source.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SubmitConfigError(str(source), f"cannot read the file ({exc.strerror})") from None
-        except UnicodeDecodeError:
-            raise SubmitConfigError(str(source), "is not UTF-8 text") from None
+        text = read_text_file(str(source), SubmitConfigError)
         data = parse_yaml(text, str(source), SubmitConfigError)
         if data is None:
             raise SubmitConfigError(str(source), "is empty; write the submit config sections")

@@ -28,12 +28,16 @@ def resolve_env_value(value: str, path: str, environ: Mapping[str, str]) -> str:
     """``lit:`` is literal, ``host:VAR`` is read now, ``runtime:VAR`` stays ``${VAR}`` for the job."""
     kind, _, rest = value.partition(":")
     if kind == "lit":
+        if "\x00" in rest:  # YAML writes it as "\0"; no environment variable can hold it
+            raise SubmitConfigError(
+                path, "holds a NUL character, which no environment value can; remove it"
+            )
         return rest
     if kind == "host":
         if rest not in environ:
             raise SubmitConfigError(
                 path,
-                f"reads {rest} from the submitting environment, where it is unset; export {rest} or use lit:/runtime:",
+                "reads a variable that is unset in the submitting environment; export it, or use lit: or runtime:",
             )
         return environ[rest]
     if kind == "runtime":
