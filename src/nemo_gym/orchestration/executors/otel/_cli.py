@@ -12,6 +12,7 @@ import dataclasses
 import json
 import re
 import shlex
+import signal
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
@@ -267,10 +268,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminated(BaseException):
+    """SIGTERM as an exception, so a write in progress removes its temporary file."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(args.run(args))
+    except _Terminated:
+        return 128 + signal.SIGTERM
     except OtelConfigError as exc:
         _report(exc)
         return EXIT_INVALID
@@ -279,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -98,5 +98,12 @@ def write_collector_config(
         config, benchmark_name, remote_bench_dir, template_dirs=template_dirs
     )
     target = collector_config_path(remote_bench_dir)
-    write_atomically(target, text)
+    try:
+        write_atomically(target, text)
+    except OSError as exc:
+        raise SubmitConfigError(
+            "remote_bench_dir",
+            f"cannot write {COLLECTOR_DIR}/{COLLECTOR_CONFIG_NAME} below it ({exc.strerror}); "
+            "pick a job directory you can write, on a file system with space left",
+        ) from None
     return target

@@ -37,7 +37,7 @@ def resolve_env_value(value: str, path: str, environ: Mapping[str, str]) -> str:
         if rest not in environ:
             raise SubmitConfigError(
                 path,
-                "reads a variable that is unset in the submitting environment; export it, or use lit: or runtime:",
+                f"reads {rest} from the submitting environment, where it is unset; export {rest} or use lit:/runtime:",
             )
         return environ[rest]
     if kind == "runtime":

@@ -41,7 +41,7 @@ def _check_policy_model(config: SubmitConfig) -> None:
         known = ", ".join(config.services) or "none"
         raise SubmitConfigError(
             "driver.policy_model",
-            f"names no service of this config (services: {known}); "
+            f"is not a service of this config (services: {known}); "
             "set it to one of the services or remove it",
         )
 
