@@ -85,6 +85,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             text,
             args.collector_version,
             source=str(path),
+            template_dirs=args.template_dir,
             token_env=args.token_env,
             listen_host=args.listen_host,
         )
@@ -220,6 +221,7 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument(
         "--collector-version", metavar="V", help="release the file is for (default: newest line)"
     )
+    template_dirs(validate)
     validate.add_argument(
         "--token-env",
         default="OTEL_TOKEN",

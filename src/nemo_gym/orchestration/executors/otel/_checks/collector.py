@@ -8,7 +8,8 @@ any collector YAML, hand-written too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._common.errors import CollectorConfigError, Violation
@@ -56,6 +57,7 @@ def validate_collector_config(
     collector_version: str | None = None,
     *,
     source: str = "collector config",
+    template_dirs: Sequence[str | os.PathLike[str]] | None = None,
     token_env: str = "OTEL_TOKEN",
     listen_host: str = "localhost",
 ) -> None:
@@ -63,12 +65,13 @@ def validate_collector_config(
     rules, and the token and tenant rules for the token in ``token_env``, listening on
     ``listen_host``.
 
-    None checks against the newest line. Raises :class:`CollectorConfigError` with every
+    None checks against the newest line. The lines are those rendering sees: ``template_dirs``
+    (else ``NEMO_GYM_OTEL_TEMPLATE_PATH``) before the built-in ones. Raises :class:`CollectorConfigError` with every
     violation, one per line as ``<yaml path>: <message>``; a YAML syntax error names its line.
     """
     from .._common.yaml_loader import parse_yaml
 
-    line = template_set(search_path([])).line_for(collector_version)
+    line = template_set(search_path(template_dirs)).line_for(collector_version)
     parsed = parse_yaml(
         text, source, lambda path, message: CollectorConfigError([Violation(path, message)], source)
     )
