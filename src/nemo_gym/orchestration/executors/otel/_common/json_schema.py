@@ -69,7 +69,8 @@ def describe(value: Any) -> str:
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, (int, float)):
-        return repr(value)
+        shown = repr(value)
+        return shown if len(shown) <= 20 else f"a number of {len(shown)} characters"
     if isinstance(value, str):
         return "a string"
     if isinstance(value, dict):

@@ -161,6 +161,13 @@ def _measure(root: Any) -> None:
                     node.start_mark,
                     f"nests deeper than {MAX_DEPTH} levels (aliases included); flatten the document",
                 )
+            repeated = sizes[key] - len(sizes)  # at most the smallest node that breaks the budget
+            if repeated > MAX_ALIAS_NODES:
+                raise _Refused(
+                    node.start_mark,
+                    f"its aliases and merge keys repeat {repeated} nodes, more than the "
+                    f"{MAX_ALIAS_NODES} allowed; write the repeated parts out or use fewer aliases",
+                )
             continue
         if key in sizes:
             continue
@@ -171,13 +178,6 @@ def _measure(root: Any) -> None:
         open_nodes.add(key)
         stack.append((node, True))
         stack.extend((child, False) for child in children if id(child) not in sizes)
-    repeated = sizes[id(root)] - len(sizes)
-    if repeated > MAX_ALIAS_NODES:
-        raise _Refused(
-            root.start_mark,
-            f"its aliases and merge keys repeat {repeated} nodes, more than the {MAX_ALIAS_NODES} "
-            "allowed; write the repeated parts out or use fewer aliases",
-        )
 
 
 def _children(node: Any) -> list[Any]:
