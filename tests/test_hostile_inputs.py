@@ -80,8 +80,15 @@ def test_render_refuses_hostile_submit_configs(case: Path, tmp_path: Path) -> No
     job_dir = expected.get("job_dir", "{tmp}/runs/gym-1/aime25").replace("{tmp}", str(tmp_path))
     before = helpers.tree(tmp_path)
     result = run_bounded(
-        [helpers.CLI, "render", config, "--benchmark", str(expected.get("benchmark", "aime25")),
-         "--job-dir", job_dir],
+        [
+            helpers.CLI,
+            "render",
+            config,
+            "--benchmark",
+            str(expected.get("benchmark", "aime25")),
+            "--job-dir",
+            job_dir,
+        ],
         cwd=tmp_path,
         env=helpers.cli_env(OTEL_TOKEN="token-is-set"),
     )
@@ -121,8 +128,7 @@ def test_check_refuses_hostile_override_templates(case: Path, tmp_path: Path) ->
     for line in problems:
         assert line.startswith(helpers.ERROR), line
     assert any(
-        str(expected["path"]).replace("{dir}", str(overrides)) in line
-        and expected["says"] in line
+        str(expected["path"]).replace("{dir}", str(overrides)) in line and expected["says"] in line
         for line in problems
     ), problems
     assert_within_bounds(result)
