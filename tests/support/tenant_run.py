@@ -12,7 +12,6 @@ which it drops without a word (``dropped``).
 from __future__ import annotations
 
 import copy
-import logging
 import os
 import socket
 import subprocess
@@ -73,10 +72,11 @@ def _localised(doc: dict[str, Any], out: Path, proxy_url: str) -> tuple[dict[str
 
 def _send(port: int) -> None:
     """One span, one log record, one data point, through the SDK's OTLP/HTTP exporters."""
+    from opentelemetry._logs import LogRecord
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler
+    from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
@@ -95,13 +95,7 @@ def _send(port: int) -> None:
     logger_provider.add_log_record_processor(
         SimpleLogRecordProcessor(OTLPLogExporter(f"{base}/v1/logs"))
     )
-    logger = logging.getLogger("tenant-run")
-    handler = LoggingHandler(logger_provider=logger_provider)
-    logger.addHandler(handler)
-    try:
-        logger.warning("hello")
-    finally:
-        logger.removeHandler(handler)
+    logger_provider.get_logger("tenant-run").emit(LogRecord(body="hello"))
     logger_provider.shutdown()
     reader = PeriodicExportingMetricReader(
         OTLPMetricExporter(f"{base}/v1/metrics"), export_interval_millis=60_000
