@@ -9,8 +9,8 @@ error contract says, within bounds of time and memory, and writes nothing.
 Each case states its expectation as YAML behind ``#: `` (``case.yaml`` for a template folder),
 like the malformed-config corpus: ``path`` the error must name (``<case file>[:line]`` for the
 file itself), ``says`` text it must contain, optional ``absent`` (a value that must not be
-repeated), ``benchmark``, ``job_dir`` (``{tmp}`` is the test's folder), ``token_env`` and
-``listen_host`` (validate's flags), ``valid``. The file names say the class: ``c1-`` token and
+repeated), ``benchmark``, ``job_dir`` (``{tmp}`` is the test's folder), ``token_env``,
+``listen_host`` and ``endpoint`` (validate's flags), ``valid``. The file names say the class: ``c1-`` token and
 tenant rules, ``c2-`` resource exhaustion, ``c3-`` the error contract, ``c4-`` values the
 collector would refuse or misread, ``c5-`` YAML as the collector reads it.
 
@@ -33,7 +33,17 @@ HOSTILE = helpers.DATA / "hostile"
 SUBMIT_CASES = sorted((HOSTILE / "submit").glob("*.yaml"))
 COLLECTOR_CASES = sorted((HOSTILE / "collector").glob("*.yaml"))
 TEMPLATE_CASES = sorted(p for p in (HOSTILE / "templates").iterdir() if p.is_dir())
-_KEYS = {"path", "says", "absent", "benchmark", "job_dir", "token_env", "listen_host", "valid"}
+_KEYS = {
+    "path",
+    "says",
+    "absent",
+    "benchmark",
+    "job_dir",
+    "token_env",
+    "listen_host",
+    "endpoint",
+    "valid",
+}
 CLASSES = ("c1-", "c2-", "c3-", "c4-", "c5-")
 
 
@@ -101,7 +111,7 @@ def test_render_refuses_hostile_submit_configs(case: Path, tmp_path: Path) -> No
 def test_validate_judges_hostile_collector_configs(case: Path, tmp_path: Path) -> None:
     expected = _expected_of(case)
     flags = []
-    for key in ("token_env", "listen_host"):
+    for key in ("token_env", "listen_host", "endpoint"):
         if key in expected:
             flags += [f"--{key.replace('_', '-')}", str(expected[key])]
     result = run_bounded(

@@ -281,3 +281,38 @@ def test_the_written_file_gets_the_umask_permissions(tmp_path: Path, umask: int,
     )
     assert result.returncode == 0, result.stderr
     assert stat.S_IMODE((job_dir / "otel" / "collector.yaml").stat().st_mode) == mode
+
+
+# -- class 3: API arguments of the wrong kind ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("benchmark", "job_dir", "path"),
+    [
+        (5, "/r/gym-1/aime25", "benchmark_name"),
+        (None, "/r/gym-1/aime25", "benchmark_name"),
+        ("aime25", 5, "remote_bench_dir"),
+        ("aime25", b"/r/gym-1/aime25", "remote_bench_dir"),
+        ("aime25", "/r/gym-1/aime\x0025", "remote_bench_dir"),
+    ],
+)
+def test_api_arguments_of_the_wrong_kind_raise_the_package_error(
+    benchmark: object, job_dir: object, path: str
+) -> None:
+    config = SubmitConfig.from_dict(_example())
+    with pytest.raises(SubmitConfigError) as caught:
+        render_collector_config(config, benchmark, job_dir)  # type: ignore[arg-type]
+    assert caught.value.path == path
+
+
+def test_a_deep_mapping_built_in_python_raises_the_package_error() -> None:
+    mapping = _example()
+    deep: dict = {}
+    node = deep
+    for _ in range(5000):
+        node["x"] = {}
+        node = node["x"]
+    mapping["driver"]["benchmarks"]["aime25"] = deep
+    with pytest.raises(SubmitConfigError) as caught:
+        SubmitConfig.from_dict(mapping)
+    assert "nests deeper than" in caught.value.message

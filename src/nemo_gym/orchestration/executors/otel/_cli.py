@@ -88,6 +88,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             template_dirs=args.template_dir,
             token_env=args.token_env,
             listen_host=args.listen_host,
+            endpoint=args.endpoint,
         )
     print(f"{path}: valid")
     return EXIT_OK
@@ -234,6 +235,11 @@ def _parser() -> argparse.ArgumentParser:
         default="localhost",
         metavar="HOST",
         help="the widest address a listener may bind (default: localhost)",
+    )
+    validate.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="the backend's URL: OTLP/HTTP exporters may send the token only there",
     )
     validate.set_defaults(run=_cmd_validate)
 

@@ -60,10 +60,11 @@ def validate_collector_config(
     template_dirs: Sequence[str | os.PathLike[str]] | None = None,
     token_env: str = "OTEL_TOKEN",
     listen_host: str = "localhost",
+    endpoint: str | None = None,
 ) -> None:
     """Check collector YAML against the schema of the line for ``collector_version``, the graph
     rules, and the token and tenant rules for the token in ``token_env``, listening on
-    ``listen_host``.
+    ``listen_host``, sending (when given) only to ``endpoint``.
 
     None checks against the newest line. The lines are those rendering sees: ``template_dirs``
     (else ``NEMO_GYM_OTEL_TEMPLATE_PATH``) before the built-in ones. Raises :class:`CollectorConfigError` with every
@@ -75,4 +76,4 @@ def validate_collector_config(
     parsed = parse_yaml(
         text, source, lambda path, message: CollectorConfigError([Violation(path, message)], source)
     )
-    check_collector_config(parsed, line, source, TenantPolicy(token_env, listen_host))
+    check_collector_config(parsed, line, source, TenantPolicy(token_env, listen_host, endpoint))

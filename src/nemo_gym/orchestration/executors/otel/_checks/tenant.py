@@ -17,7 +17,8 @@ travels twice, and a config is safe only when
 - only the tenant processor names ``Authorization`` among processors and connectors (a copy,
   a rename, a span-metrics dimension would carry the token elsewhere);
 - no listener (receiver or extension endpoint, the collector's own metrics) binds wider than
-  ``otel.listen_host``: the collector stamps the tenant's token on whatever it receives.
+  ``otel.listen_host``: the collector stamps the tenant's token on whatever it receives;
+- when the backend's URL is known (``otel.endpoint``), every OTLP/HTTP exporter sends there.
 
 Paths run through connectors: what a pipeline exports to a connector enters every pipeline
 that receives from it. The rules judge the graph as the collector builds it, for any config,
@@ -44,10 +45,12 @@ _PLAIN, _TENANT = "plain", "tenant"
 
 @dataclass(frozen=True)
 class TenantPolicy:
-    """What the rules need besides the config: the token's variable and where to listen."""
+    """What the rules need besides the config: the token's variable, where to listen, and
+    (when known) the backend's URL, the only place the token may be sent."""
 
     token_env: str = "OTEL_TOKEN"
     listen_host: str = "localhost"
+    endpoint: str | None = None
 
 
 def tenant_violations(
@@ -63,6 +66,7 @@ def tenant_violations(
         *_mention_violations(config, tenant_ids),
         *_path_violations(config, tenant_ids),
         *_listener_violations(config, policy.listen_host),
+        *_endpoint_violations(config, policy.endpoint),
     ]
 
 
@@ -248,6 +252,22 @@ def _path_violations(config: Mapping[str, Any], tenant_ids: set[str]) -> Iterato
                     where,
                     "gets data carrying the tenant attribute (the token), which would land in its "
                     "output; export to it only from pipelines before the tenant processor",
+                )
+
+
+def _endpoint_violations(config: Mapping[str, Any], endpoint: str | None) -> Iterator[Violation]:
+    """An OTLP/HTTP exporter sends the token in its header: only to the backend's URL."""
+    if endpoint is None:
+        return
+    for exporter_id, body in _section(config, "exporters").items():
+        if component_type(exporter_id) not in OTLP_HTTP_TYPES or not isinstance(body, Mapping):
+            continue
+        for key in ("endpoint", "traces_endpoint", "metrics_endpoint", "logs_endpoint"):
+            if key in body and (key != "endpoint" or body[key] != endpoint):
+                yield Violation(
+                    dotted(["exporters", exporter_id, key]),
+                    "sends the token somewhere other than otel.endpoint (validate's --endpoint); "
+                    "an OTLP/HTTP exporter may only send to the backend: set endpoint to it",
                 )
 
 

@@ -16,8 +16,9 @@ from types import MappingProxyType
 from typing import Any
 
 from .._common.constants import MODEL_SERVICE_TYPES
-from .._common.errors import SubmitConfigError, Violation
+from .._common.errors import SubmitConfigError, Violation, dotted
 from .._common.yaml_keys import non_string_key
+from .._common.yaml_loader import MAX_DEPTH
 from .rules import check_config_rules
 
 _SUBMIT_SCHEMA = "submit-config.schema.json"
@@ -159,6 +160,10 @@ def _require_mapping(value: Any, path: str) -> None:
 def _plain(value: Any, path: list[Any], keys: list[Violation]) -> Any:
     """Mappings as dicts, so the schema sees MappingProxyType and friends as objects; keys
     that are not strings go to ``keys``."""
+    if len(path) > MAX_DEPTH:  # a mapping built in Python, not read by the bounded loader
+        raise SubmitConfigError(
+            dotted(path[:3]), f"nests deeper than {MAX_DEPTH} levels; flatten it"
+        )
     if isinstance(value, Mapping):
         plain = {}
         for k, v in value.items():
