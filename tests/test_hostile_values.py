@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import helpers
 import pytest
@@ -195,13 +196,13 @@ _SIGNAL_DURING_WRITE = textwrap.dedent(
 )
 
 
-def _render_with_signal(name: str, job_dir: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _render_example(
+    command: list[str], job_dir: Path, cwd: Path, **options: Any
+) -> subprocess.CompletedProcess[str]:
+    """``command`` (the CLI, or a Python that runs it) rendering the bundled example."""
     return subprocess.run(
         [
-            sys.executable,
-            "-c",
-            _SIGNAL_DURING_WRITE,
-            name,
+            *command,
             "render",
             str(helpers.EXAMPLE),
             "--benchmark",
@@ -214,7 +215,12 @@ def _render_with_signal(name: str, job_dir: Path, cwd: Path) -> subprocess.Compl
         capture_output=True,
         text=True,
         timeout=120,
+        **options,
     )
+
+
+def _render_with_signal(name: str, job_dir: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return _render_example([sys.executable, "-c", _SIGNAL_DURING_WRITE, name], job_dir, cwd)
 
 
 def test_sigterm_during_the_write_leaves_nothing(tmp_path: Path) -> None:
@@ -262,22 +268,8 @@ def killed_pid(temporary: Path) -> str:
 @pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
 def test_the_written_file_gets_the_umask_permissions(tmp_path: Path, umask: int, mode: int) -> None:
     job_dir = tmp_path / "runs" / "gym-1" / "aime25"
-    result = subprocess.run(
-        [
-            str(helpers.CLI),
-            "render",
-            str(helpers.EXAMPLE),
-            "--benchmark",
-            "aime25",
-            "--job-dir",
-            str(job_dir),
-        ],
-        cwd=tmp_path,
-        env=helpers.cli_env(OTEL_TOKEN="t"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=lambda: os.umask(umask),
+    result = _render_example(
+        [str(helpers.CLI)], job_dir, tmp_path, preexec_fn=lambda: os.umask(umask)
     )
     assert result.returncode == 0, result.stderr
     assert stat.S_IMODE((job_dir / "otel" / "collector.yaml").stat().st_mode) == mode
