@@ -133,13 +133,9 @@ def _attribute_site(config: Mapping[str, Any], path: list[Any], token: str) -> b
 
 
 def _mentions(node: Any) -> bool:
-    if isinstance(node, str):
-        return TENANT_KEY.lower() in node.lower()
-    if isinstance(node, Mapping):
-        return any(_mentions(k) or _mentions(v) for k, v in node.items())
-    if isinstance(node, list):
-        return any(_mentions(item) for item in node)
-    return False
+    """Whether any key or value names the attribute, in any case (``repr`` shows every key and
+    value of parsed YAML, and escapes nothing in a name of letters)."""
+    return TENANT_KEY.lower() in repr(node).lower()
 
 
 def _mention_violations(config: Mapping[str, Any], tenant_ids: set[str]) -> Iterator[Violation]:
@@ -200,25 +196,29 @@ def _path_violations(config: Mapping[str, Any], tenant_ids: set[str]) -> Iterato
     connectors = set(_section(config, "connectors"))
     processors = _section(config, "processors")
     pipelines = _pipelines(config)
+    roles = {
+        pid: {role: _refs(p, role) for role in ("receivers", "processors", "exporters")}
+        for pid, p in pipelines.items()
+    }
     entering: dict[str, set[str]] = {pid: set() for pid in pipelines}
     leaving: dict[str, set[str]] = {pid: set() for pid in pipelines}
     touched: set[tuple[str, int]] = set()
     changed = True
     while changed:
         changed = False
-        for pid, pipeline in pipelines.items():
+        for pid in pipelines:
             states = set(entering[pid])
-            for ref in _refs(pipeline, "receivers"):
+            for ref in roles[pid]["receivers"]:
                 if ref not in connectors:
                     states.add(_PLAIN)
                 else:
-                    for source, other in pipelines.items():
-                        if ref in _refs(other, "exporters"):
+                    for source, other in roles.items():
+                        if ref in other["exporters"]:
                             states |= leaving[source]
             entering[pid] = states
             out = set()
             for state in states:
-                for index, ref in enumerate(_refs(pipeline, "processors")):
+                for index, ref in enumerate(roles[pid]["processors"]):
                     if ref in tenant_ids:
                         state = _TENANT
                     elif state == _TENANT and _may_touch_tenant(ref, processors.get(ref)):
@@ -234,8 +234,8 @@ def _path_violations(config: Mapping[str, Any], tenant_ids: set[str]) -> Iterato
             "memory_limiter or a resource processor naming its keys may follow it (others can drop "
             "the attribute or, like transform at the debug log level, print it): move it before",
         )
-    for pid, pipeline in pipelines.items():
-        for index, ref in enumerate(_refs(pipeline, "exporters")):
+    for pid in pipelines:
+        for index, ref in enumerate(roles[pid]["exporters"]):
             if ref in connectors:
                 continue
             where = dotted(["service", "pipelines", pid, "exporters", index])

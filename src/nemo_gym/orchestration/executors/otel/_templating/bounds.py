@@ -146,6 +146,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         )
         self.filters["bounded_loop"] = _bounded_loop
         self.filters["bounded_text"] = _bounded_text
+        self.filters["counted"] = _counted
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         tree = super()._parse(source, name, filename)
@@ -228,16 +229,28 @@ def _bounded_text(context: Any, value: Any) -> Any:
     return value
 
 
+@pass_context
+def _counted(context: Any, length: int) -> str:
+    """The literal text of one output node, counted once per run of the node."""
+    budget = _budget()
+    budget.produced += length
+    if budget.produced > MAX_OUTPUT:
+        budget.produce("")
+    return ""
+
+
 def _instrument(tree: nodes.Template) -> None:
     """Every loop counts its iterations; every piece of output and every ``~`` its size."""
     for loop in tree.find_all(nodes.For):
         loop.iter = _filter(loop.iter, "bounded_loop")
     for output in tree.find_all(nodes.Output):
+        literal = sum(len(p.data) for p in output.nodes if isinstance(p, nodes.TemplateData))
         output.nodes = [
-            _filter(nodes.Const(piece.data, lineno=piece.lineno), "bounded_text")
-            if isinstance(piece, nodes.TemplateData)
-            else _filter(piece, "bounded_text")
-            for piece in output.nodes
+            _filter(nodes.Const(literal, lineno=output.lineno), "counted"),
+            *(
+                piece if isinstance(piece, nodes.TemplateData) else _filter(piece, "bounded_text")
+                for piece in output.nodes
+            ),
         ]
     for node in list(tree.find_all(nodes.Node)):
         if isinstance(node, nodes.Filter) and node.name == "bounded_text":
