@@ -263,7 +263,9 @@ def _endpoint_violations(config: Mapping[str, Any], endpoint: str | None) -> Ite
         if component_type(exporter_id) not in OTLP_HTTP_TYPES or not isinstance(body, Mapping):
             continue
         for key in ("endpoint", "traces_endpoint", "metrics_endpoint", "logs_endpoint"):
-            if key in body and (key != "endpoint" or body[key] != endpoint):
+            sends_to = body.get(key)
+            as_read = sends_to.replace("$$", "$") if isinstance(sends_to, str) else sends_to
+            if key in body and (key != "endpoint" or as_read != endpoint):  # $$ reads as $
                 yield Violation(
                     dotted(["exporters", exporter_id, key]),
                     "sends the token somewhere other than otel.endpoint (validate's --endpoint); "
