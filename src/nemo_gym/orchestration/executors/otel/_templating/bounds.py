@@ -83,7 +83,7 @@ def render_bounded(render: Callable[[], Iterable[str]]) -> str:
         return "".join(render())
     except RecursionError:
         raise BudgetExceeded(
-            "recurses too deeply; a macro must not call itself without end"
+            "recurses too deeply; a macro, include or extends must not call itself without end"
         ) from None
     finally:
         _CURRENT.reset(token)

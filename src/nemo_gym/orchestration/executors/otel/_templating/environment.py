@@ -28,6 +28,10 @@ def render_template(templates: TemplateSet, info: TemplateInfo, context: dict[st
         return render_bounded(lambda: template.generate(context))
     except TemplateError:
         raise
+    except RecursionError:  # compiling an expression nested thousands of levels deep
+        raise TemplateError(
+            info.name, "nests too deeply to compile; flatten its expressions"
+        ) from None
     except TemplateSyntaxError as exc:
         raise TemplateError(
             f"{exc.name or info.name}:{exc.lineno}", f"{exc.message}; fix the template syntax"
