@@ -322,12 +322,9 @@ def _template_info(name: str, text: str, origin: str) -> TemplateInfo:
 
 
 def _line_fields(path: str, text: str) -> dict[str, Any]:
-    import yaml
+    from .._common.yaml_loader import parse_yaml
 
-    try:
-        fields = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise TemplateError(path, f"is not valid YAML ({exc}); fix it") from None
+    fields = parse_yaml(text, path, TemplateError)  # bounded like any input
     if not isinstance(fields, dict):
         raise TemplateError(path, f"must be a mapping of {', '.join(_LINE_FIELDS)}")
     unknown = sorted(set(map(str, fields)) - set(_LINE_FIELDS))
