@@ -32,8 +32,10 @@ _SEQ = "tag:yaml.org,2002:seq"
 _MERGE = "tag:yaml.org,2002:merge"
 # A collector config nests about ten levels, a submit config six.
 MAX_DEPTH = 100
-# How many nodes the aliases of a document may repeat, over its own nodes, in all.
+# How many nodes the aliases of a document may repeat, over its own nodes, in all; a long
+# scalar counts as one node per 64 characters, so repeating text is bounded too.
 MAX_ALIAS_NODES = 10_000
+_CHARACTERS_PER_NODE = 64
 # What the YAML reader refuses (PyYAML's own set), found here to name the line.
 _FORBIDDEN_CHARACTER = re.compile(
     "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
@@ -145,6 +147,7 @@ def _measure(root: Any) -> None:
     """Refuse a node graph nested deeper than ``MAX_DEPTH`` or whose aliases repeat more than
     ``MAX_ALIAS_NODES`` nodes, in one pass over its distinct nodes (iterative: no recursion)."""
     sizes: dict[int, int] = {}  # expanded node count
+    distinct = 0  # the nodes measured so far, each counted once
     heights: dict[int, int] = {}
     open_nodes: set[int] = set()
     stack: list[tuple[Any, bool]] = [(root, False)]
@@ -154,14 +157,16 @@ def _measure(root: Any) -> None:
         children = _children(node)
         if finished:
             open_nodes.discard(key)
-            sizes[key] = 1 + sum(sizes[id(c)] for c in children)
+            own = 1 + len(node.value) // _CHARACTERS_PER_NODE if not children else 1
+            sizes[key] = own + sum(sizes[id(c)] for c in children)
+            distinct += own
             heights[key] = 1 + max((heights[id(c)] for c in children), default=0)
             if heights[key] > MAX_DEPTH:
                 raise _Refused(
                     node.start_mark,
                     f"nests deeper than {MAX_DEPTH} levels (aliases included); flatten the document",
                 )
-            repeated = sizes[key] - len(sizes)  # at most the smallest node that breaks the budget
+            repeated = sizes[key] - distinct  # at most the smallest node that breaks the budget
             if repeated > MAX_ALIAS_NODES:
                 raise _Refused(
                     node.start_mark,
@@ -195,10 +200,14 @@ def _load(text: str, loader_class: type, plain: Callable[[Any, Any], Any]) -> An
         node = loader.get_single_node()
         if node is None:
             return None
+        measured = "&" in text  # an alias needs an anchor; a scalar alias stays plain data
+        if measured:
+            _measure(node)
         try:
             return plain(loader, node)
         except _NotPlain:
-            _measure(node)
+            if not measured:
+                _measure(node)
             return loader.construct_document(node)
     finally:
         loader.dispose()
