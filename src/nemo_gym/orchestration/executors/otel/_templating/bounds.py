@@ -7,8 +7,10 @@ string doubled in a loop. Per rendering, in a sandbox subclass:
 
 - ``MAX_STEPS`` loop iterations and calls (macros, methods, ``range``) in all, and
   ``MAX_SECONDS`` of wall time, checked at every step;
-- ``MAX_TEXT`` characters for any one string or list a template makes (``*``, ``+``, ``~``,
-  filters, methods), predicted before the operations that could multiply it;
+- ``MAX_TEXT`` characters for any one value a template makes or prints (``*``, ``+``, ``~``,
+  filters, methods, output), predicted before the operations that could multiply it; a value
+  is weighed by the text it stands for, so a list holding one long string a thousand times
+  weighs a thousand strings;
 - ``MAX_OUTPUT`` characters produced in all (output, captured blocks and ``~`` included);
 - integers a template passes to filters and methods up to ``MAX_ARGUMENT`` (widths, counts),
   and ``**`` up to ``MAX_POWER_BITS`` bits;
@@ -97,8 +99,30 @@ def _budget() -> Budget:
     return budget
 
 
+def weight(value: Any, limit: int = MAX_TEXT) -> int:
+    """The characters and items ``value`` stands for, counted until past ``limit``: a list that
+    holds one long string a thousand times weighs a thousand strings (its text would)."""
+    if isinstance(value, str):
+        return len(value)
+    total, stack = 0, [value]
+    while stack and total <= limit:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            total += len(item)
+            stack.extend(item)
+        elif isinstance(item, dict):
+            total += len(item)
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        else:
+            total += 1
+    return total
+
+
 def _sized(value: Any) -> Any:
-    if isinstance(value, (str, list, tuple, dict)) and len(value) > MAX_TEXT:
+    if weight(value) > MAX_TEXT:
         raise BudgetExceeded(f"made a value longer than {MAX_TEXT} characters or items")
     return value
 
@@ -121,8 +145,8 @@ def _predicted_length(method: Any, args: tuple[Any, ...]) -> int:
         and isinstance(args[1], str)
     ):
         return len(owner) + (owner.count(args[0]) + 1) * len(args[1])
-    if name == "join" and args and isinstance(args[0], (list, tuple)):
-        return len(owner) * len(args[0]) + sum(len(str(item)) for item in args[0])
+    if name == "join" and args:
+        return len(owner) * weight(args[0]) + weight(args[0])
     return 0
 
 
@@ -137,16 +161,11 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             self.filters.pop(name, None)
         for name in _REMOVED_GLOBALS:
             self.globals.pop(name, None)
-        self.filters.update(
-            {
-                "replace": _bounded_filter(self.filters["replace"], "replace"),
-                "join": _bounded_filter(self.filters["join"], "join"),
-                "indent": _bounded_filter(self.filters["indent"], "indent"),
-            }
-        )
+        self.filters = {name: _bounded_filter(f, name) for name, f in self.filters.items()}
         self.filters["bounded_loop"] = _bounded_loop
         self.filters["bounded_text"] = _bounded_text
         self.filters["counted"] = _counted
+        self.filters["bounded_concat"] = _bounded_concat
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         tree = super()._parse(source, name, filename)
@@ -171,7 +190,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             raise BudgetExceeded("string formatting with % is not available; join text with ~")
         repeated = max(
             (
-                len(seq) * times
+                weight(seq) * times
                 for seq, times in ((left, right), (right, left))
                 if isinstance(seq, sequences) and isinstance(times, int)
             ),
@@ -180,7 +199,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         if operator == "*" and repeated > MAX_TEXT:
             raise BudgetExceeded(f"would repeat a value past {MAX_TEXT} characters or items")
         if operator == "+" and isinstance(left, sequences) and isinstance(right, sequences):
-            _sized_total(len(left) + len(right))
+            _sized_total(weight(left) + weight(right))
         powers = operator == "**" and isinstance(left, int) and isinstance(right, int)
         if powers and right > 0 and right * abs(left).bit_length() > MAX_POWER_BITS:
             raise BudgetExceeded(f"would make a number of more than {MAX_POWER_BITS} bits")
@@ -193,12 +212,14 @@ def _sized_total(length: int) -> None:
 
 
 def _bounded_filter(original: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """``original`` with its size predicted first; filters marked to receive the evaluation
-    context (``join``, ``replace``) get it as their first argument."""
+    """``original`` taking and giving values within the bounds, its size predicted first where
+    it could multiply its input; filters marked to receive a context or environment get it as
+    their first argument."""
     offset = 1 if hasattr(original, "jinja_pass_arg") else 0
 
     def bounded(*args: Any, **kwargs: Any) -> Any:
         value, rest = (args[offset], args[offset + 1 :]) if len(args) > offset else ("", ())
+        _sized(value)
         _check_arguments([*rest, *kwargs.values()])
         if name == "indent" and isinstance(value, str):
             width = rest[0] if rest else kwargs.get("width", 4)
@@ -206,10 +227,13 @@ def _bounded_filter(original: Callable[..., Any], name: str) -> Callable[..., An
         if name == "replace" and isinstance(value, str) and len(rest) >= 2:
             _sized_total(len(value) + (value.count(str(rest[0])) + 1) * len(str(rest[1])))
         if name == "join" and isinstance(value, (list, tuple)):
-            _sized_total(len(str(rest[0] if rest else kwargs.get("d", ""))) * len(value))
+            separator = str(rest[0] if rest else kwargs.get("d", ""))
+            _sized_total(len(separator) * len(value) + weight(value))
+        if name == "sum" and isinstance(value, (list, tuple)):
+            _sized_total(weight(value))
         return _sized(original(*args, **kwargs))
 
-    bounded.__dict__.update(original.__dict__)  # keeps jinja's pass_eval_context marks
+    bounded.__dict__.update(getattr(original, "__dict__", {}))  # keeps jinja's pass_* marks
     return bounded
 
 
@@ -224,9 +248,22 @@ def _bounded_loop(context: Any, iterable: Any) -> Iterator[Any]:
 
 @pass_context
 def _bounded_text(context: Any, value: Any) -> Any:
-    if isinstance(value, str):
-        _budget().produce(_sized(value))
+    """Output or ``~``: weighed before Jinja turns it into text (``{{ big_list }}``)."""
+    size = weight(value)
+    if size > MAX_TEXT:
+        raise BudgetExceeded(f"made a value longer than {MAX_TEXT} characters or items")
+    budget = _budget()
+    budget.produced += size
+    if budget.produced > MAX_OUTPUT:
+        budget.produce("")
     return value
+
+
+@pass_context
+def _bounded_concat(context: Any, parts: list[Any]) -> str:
+    """``a ~ b ~ ...``: every part weighed before any becomes text, then joined as Jinja does."""
+    _sized_total(sum(weight(part) for part in parts))
+    return _bounded_text(context, "".join(str(part) for part in parts))
 
 
 @pass_context
@@ -240,7 +277,8 @@ def _counted(context: Any, length: int) -> str:
 
 
 def _instrument(tree: nodes.Template) -> None:
-    """Every loop counts its iterations; every piece of output and every ``~`` its size."""
+    """Every loop counts its iterations; every piece of output and every ``~`` is weighed (a
+    ``~`` becomes one filter over the list of its parts)."""
     for loop in tree.find_all(nodes.For):
         loop.iter = _filter(loop.iter, "bounded_loop")
     for output in tree.find_all(nodes.Output):
@@ -257,16 +295,13 @@ def _instrument(tree: nodes.Template) -> None:
             continue
         for field, value in node.iter_fields():
             if isinstance(value, nodes.Concat):
-                setattr(node, field, _filter(value, "bounded_text"))
+                setattr(node, field, _concat(value))
             elif isinstance(value, list):
-                setattr(
-                    node,
-                    field,
-                    [
-                        _filter(v, "bounded_text") if isinstance(v, nodes.Concat) else v
-                        for v in value
-                    ],
-                )
+                value[:] = [_concat(v) if isinstance(v, nodes.Concat) else v for v in value]
+
+
+def _concat(node: nodes.Concat) -> nodes.Filter:
+    return _filter(nodes.List(node.nodes, lineno=node.lineno), "bounded_concat")
 
 
 def _filter(node: nodes.Expr, name: str) -> nodes.Filter:
