@@ -14,6 +14,7 @@ import re
 import shlex
 import signal
 import sys
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -286,7 +287,8 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
     try:
         return int(args.run(args))
     except _Terminated:
@@ -300,7 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":
