@@ -194,7 +194,44 @@ def _children(node: Any) -> list[Any]:
     return value
 
 
+# Block nesting needs a column of indentation or a "- " / "? " indicator per level (and one
+# more for a compact mapping), flow nesting an opening bracket: an upper bound on a document's
+# depth read in one pass of the C regex engine.
+_LINE_PREFIX = re.compile(r"^[ ?-]*", re.MULTILINE)
+
+
+def _may_nest_deeper(text: str) -> bool:
+    prefix = max(map(len, _LINE_PREFIX.findall(text)), default=0)
+    return prefix + 2 + text.count("[") + text.count("{") > MAX_DEPTH
+
+
+def _check_nesting(text: str, loader_class: type) -> None:
+    """Refuse nesting deeper than ``MAX_DEPTH`` from the parser's events, before anything is
+    composed: a composer recurses once per level (in C, with no limit in some PyYAML builds:
+    6.0.1's crashes at 50,000 levels; PyYAML's own composer in Python), so it never sees one."""
+    import yaml
+
+    loader = loader_class(text)
+    depth = 0
+    try:
+        while (event := loader.get_event()) is not None:
+            kind = type(event)
+            if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise _Refused(
+                        event.start_mark,
+                        f"nests deeper than {MAX_DEPTH} levels (aliases included); flatten the document",
+                    )
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                depth -= 1
+    finally:
+        loader.dispose()
+
+
 def _load(text: str, loader_class: type, plain: Callable[[Any, Any], Any]) -> Any:
+    if _may_nest_deeper(text):
+        _check_nesting(text, loader_class)
     loader = loader_class(text)
     try:
         node = loader.get_single_node()
