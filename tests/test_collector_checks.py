@@ -118,8 +118,12 @@ def test_graph_violations(pipelines: str, extensions: str, expected: str) -> Non
 @pytest.mark.parametrize(
     ("value", "ok"),
     [
-        ("${env:OTEL_TOKEN}", True),
+        ("${env:SLURM_JOB_ID}", True),
         ("prefix $$ and $${1} and $$HOME", True),
+        ("${env:OTEL_TOKEN}", False),  # the token only in the header and the tenant attribute
+        ("${env:AWS_SECRET_ACCESS_KEY}", False),  # only the token's and the job id's variables
+        ("${env:SLURM_JOB_ID:-0}", False),
+        ("${env:${env:SLURM_JOB_ID}}", False),
         ("${HOME}", False),
         ("${env:HOME:-/tmp}", False),
         ("${1}", False),
@@ -135,8 +139,7 @@ def test_only_env_expansions_are_allowed(value: str, ok: bool) -> None:
     else:
         found = violations(text)
         assert any(
-            v.startswith("receivers.prometheus.config.scrape_configs[0].job_name: has ")
-            for v in found
+            v.startswith("receivers.prometheus.config.scrape_configs[0].job_name: ") for v in found
         ), found
 
 

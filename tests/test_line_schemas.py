@@ -41,7 +41,7 @@ def test_the_line_schema_follows_line_yaml() -> None:
     older = list(helpers.line_metadata().values())
     exporters = _generator().line_schema("future", meta, older)["properties"]["exporters"]
     patterns = exporters["patternProperties"]
-    assert "$ref" in patterns["^otlp_http_v2(/[^\\s]+)?$"]
+    assert "$ref" in patterns["^otlp_http_v2(/[^\\s]+)?(?![\\s\\S])"]
     for old in ("otlp_http", "otlphttp"):
-        assert "use otlp_http_v2" in patterns[f"^{old}(/[^\\s]+)?$"]["x-message"]
+        assert "use otlp_http_v2" in patterns[f"^{old}(/[^\\s]+)?(?![\\s\\S])"]["x-message"]
     assert exporters["description"] == "Exporters this line knows: otlp_http_v2, file, debug."

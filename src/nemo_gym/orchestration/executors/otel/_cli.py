@@ -10,8 +10,11 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import re
 import shlex
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -24,6 +27,7 @@ from ._common.errors import (
     TemplateError,
     Violation,
 )
+from ._common.text_file import read_text_file
 from ._pipeline import render_collector_config, write_collector_config
 from ._step import collector_step, collector_step_script
 from ._submit.config import SubmitConfig
@@ -35,6 +39,7 @@ from ._templating.catalogue import format_version, search_path, template_set
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 PROG = "nemo-gym-otel"
 _BUNDLED_EXAMPLE = "submit.yaml"
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _report(error: OtelConfigError, prefix: str = "") -> None:
@@ -73,20 +78,27 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     path = Path(args.file)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CollectorConfigError(
-            [Violation(str(path), f"cannot read the file ({exc.strerror})")]
-        ) from None
-    except UnicodeDecodeError:
-        raise CollectorConfigError([Violation(str(path), "is not UTF-8 text")]) from None
+    text = read_text_file(
+        str(path), lambda where, message: CollectorConfigError([Violation(where, message)])
+    )
     with _named_as_flags({"otel.collector_version": "--collector-version"}):
         validate_collector_config(
-            text, args.collector_version, source=str(path), template_dirs=args.template_dir
+            text,
+            args.collector_version,
+            source=str(path),
+            template_dirs=args.template_dir,
+            token_env=args.token_env,
+            listen_host=args.listen_host,
+            endpoint=args.endpoint,
         )
     print(f"{path}: valid")
     return EXIT_OK
+
+
+def _variable_name(text: str) -> str:
+    if not _VARIABLE_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError("must be an environment variable name, e.g. OTEL_TOKEN")
+    return text
 
 
 def _cmd_templates(args: argparse.Namespace) -> int:
@@ -212,6 +224,24 @@ def _parser() -> argparse.ArgumentParser:
         "--collector-version", metavar="V", help="release the file is for (default: newest line)"
     )
     template_dirs(validate)
+    validate.add_argument(
+        "--token-env",
+        default="OTEL_TOKEN",
+        type=_variable_name,
+        metavar="NAME",
+        help="variable holding the ingest token, for the token and tenant rules (default: OTEL_TOKEN)",
+    )
+    validate.add_argument(
+        "--listen-host",
+        default="localhost",
+        metavar="HOST",
+        help="the widest address a listener may bind (default: localhost)",
+    )
+    validate.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="the backend's URL: OTLP/HTTP exporters may send the token only there",
+    )
     validate.set_defaults(run=_cmd_validate)
 
     listing = commands.add_parser("templates", help="list template lines and combinations")
@@ -247,10 +277,22 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminated(BaseException):
+    """SIGTERM as an exception, so a write in progress removes its temporary file."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
     try:
         return int(args.run(args))
+    except _Terminated:
+        return 128 + signal.SIGTERM
     except OtelConfigError as exc:
         _report(exc)
         return EXIT_INVALID
@@ -259,6 +301,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from ._checks.collector import check_collector_config
+from ._checks.tenant import TenantPolicy
 from ._common.atomic_file import write_atomically
 from ._common.constants import COLLECTOR_CONFIG_NAME, COLLECTOR_DIR
 from ._common.errors import CollectorConfigError, SubmitConfigError, TemplateError
@@ -25,6 +26,16 @@ def collector_config_path(remote_bench_dir: str | os.PathLike[str]) -> Path:
     return Path(remote_bench_dir) / COLLECTOR_DIR / COLLECTOR_CONFIG_NAME
 
 
+def bench_dir_argument(remote_bench_dir: object) -> str:
+    """``remote_bench_dir`` as text, or an error naming it (an API caller may pass anything)."""
+    if not isinstance(remote_bench_dir, (str, os.PathLike)):
+        raise SubmitConfigError("remote_bench_dir", "must be a path (str or os.PathLike)")
+    path = os.fspath(remote_bench_dir)
+    if not isinstance(path, str):
+        raise SubmitConfigError("remote_bench_dir", "must be a text path, not bytes")
+    return path
+
+
 def check_render_inputs(
     config: SubmitConfig, benchmark_name: str, remote_bench_dir: str
 ) -> PurePosixPath:
@@ -33,11 +44,11 @@ def check_render_inputs(
             "otel.enabled",
             "is false, so the job runs no collector; set it to true to render a collector config",
         )
-    if benchmark_name not in config.driver.benchmarks:
+    if not isinstance(benchmark_name, str) or benchmark_name not in config.driver.benchmarks:
         known = ", ".join(config.driver.benchmarks)
         raise SubmitConfigError(
             "benchmark_name",
-            f"{benchmark_name!r} is not one of driver.benchmarks ({known}); pick one of them",
+            f"is not one of driver.benchmarks ({known}); pick one of them",
         )
     bench_dir = PurePosixPath(os.fspath(remote_bench_dir))
     if not bench_dir.is_absolute():
@@ -70,7 +81,7 @@ def render_collector_config(
     """
     from ._common.yaml_loader import parse_yaml
 
-    bench_dir = check_render_inputs(config, benchmark_name, os.fspath(remote_bench_dir))
+    bench_dir = check_render_inputs(config, benchmark_name, bench_dir_argument(remote_bench_dir))
     templates = template_set(search_path(template_dirs))
     info, line = templates.select(config.otel.collector_version, config.otel.exporters)
     context = template_context(config, benchmark_name, bench_dir, info, line)
@@ -78,7 +89,8 @@ def render_collector_config(
     source = f"rendered {info.name}"
     parsed = parse_yaml(text, source, TemplateError)
     try:
-        check_collector_config(parsed, line, source)
+        policy = TenantPolicy(config.otel.token_env, config.otel.listen_host, config.otel.endpoint)
+        check_collector_config(parsed, line, source, policy)
     except CollectorConfigError as exc:
         raise CollectorConfigError(exc.violations, f"{source} ({info.origin})") from None
     return text
@@ -95,6 +107,13 @@ def write_collector_config(
     text = render_collector_config(
         config, benchmark_name, remote_bench_dir, template_dirs=template_dirs
     )
-    target = collector_config_path(remote_bench_dir)
-    write_atomically(target, text)
+    target = collector_config_path(bench_dir_argument(remote_bench_dir))
+    try:
+        write_atomically(target, text)
+    except OSError as exc:
+        raise SubmitConfigError(
+            "remote_bench_dir",
+            f"cannot write {COLLECTOR_DIR}/{COLLECTOR_CONFIG_NAME} below it ({exc.strerror}); "
+            "pick a job directory you can write, on a file system with space left",
+        ) from None
     return target

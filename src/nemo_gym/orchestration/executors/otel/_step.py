@@ -28,7 +28,7 @@ from ._common.constants import (
     FINAL_SCRAPE_GRACE_SECONDS,
     SHUTDOWN_WAIT_SECONDS,
 )
-from ._pipeline import check_render_inputs, collector_config_path
+from ._pipeline import bench_dir_argument, check_render_inputs, collector_config_path
 from ._submit.config import SubmitConfig
 
 COLLECTOR_LOG_NAME = "collector.log"
@@ -86,7 +86,7 @@ def collector_step(
     have been written. The config is read with the ``file:`` provider, which takes the rest of the
     argument as a path: a ``:`` in the job directory cannot be mistaken for a URI scheme.
     """
-    bench_dir = check_render_inputs(config, benchmark_name, os.fspath(remote_bench_dir))
+    bench_dir = check_render_inputs(config, benchmark_name, bench_dir_argument(remote_bench_dir))
     otel = config.otel
     config_path = PurePosixPath(collector_config_path(bench_dir))
     options = [

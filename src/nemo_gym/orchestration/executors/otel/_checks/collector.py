@@ -15,26 +15,38 @@ from typing import Any
 from .._common.errors import CollectorConfigError, Violation
 from .._common.json_schema import violations as schema_violations
 from .._templating.catalogue import Line, search_path, template_set
-from .graph import graph_violations, key_and_expansion_violations
+from .graph import graph_violations, scan_config
+from .tenant import TenantPolicy, tenant_violations
+
+# The only variables a config may expand besides the token's: the job id, known only in the job.
+JOB_ID_ENV = "SLURM_JOB_ID"
 
 
-def check_collector_config(config: Any, line: Line, source: str = "collector config") -> None:
+def check_collector_config(
+    config: Any, line: Line, source: str = "collector config", policy: TenantPolicy | None = None
+) -> None:
     """Raise :class:`CollectorConfigError` listing every problem of a parsed config, judged by
-    ``line``'s schema and component names."""
+    ``line``'s schema and component names and by the token and tenant rules of ``policy``."""
+    policy = policy or TenantPolicy()
     if not isinstance(config, Mapping):
         raise CollectorConfigError(
             [Violation("", "a collector config must be a YAML mapping of sections")], source
         )
-    keys, expansions = key_and_expansion_violations(config)
-    if keys:
-        problems = keys + expansions
+    scan = scan_config(config, frozenset({policy.token_env, JOB_ID_ENV}), policy.token_env)
+    if scan.keys:
+        problems = scan.keys + scan.expansions
     else:
         problems = schema_violations(config, line.schema)
         if problems:
-            problems += expansions
+            problems += scan.expansions
         else:
             problems = sorted(
-                {*expansions, *graph_violations(config, line.names)}, key=lambda v: v.path
+                {
+                    *scan.expansions,
+                    *graph_violations(config, line.names),
+                    *tenant_violations(config, scan.token_sites, policy),
+                },
+                key=lambda v: v.path,
             )
     if problems:
         raise CollectorConfigError(problems, source)
@@ -46,8 +58,13 @@ def validate_collector_config(
     *,
     source: str = "collector config",
     template_dirs: Sequence[str | os.PathLike[str]] | None = None,
+    token_env: str = "OTEL_TOKEN",
+    listen_host: str = "localhost",
+    endpoint: str | None = None,
 ) -> None:
-    """Check collector YAML against the schema of the line for ``collector_version``.
+    """Check collector YAML against the schema of the line for ``collector_version``, the graph
+    rules, and the token and tenant rules for the token in ``token_env``, listening on
+    ``listen_host``, sending (when given) only to ``endpoint``.
 
     None checks against the newest line. The lines are those rendering sees: ``template_dirs``
     (else ``NEMO_GYM_OTEL_TEMPLATE_PATH``) before the built-in ones. Raises :class:`CollectorConfigError` with every
@@ -59,4 +76,4 @@ def validate_collector_config(
     parsed = parse_yaml(
         text, source, lambda path, message: CollectorConfigError([Violation(path, message)], source)
     )
-    check_collector_config(parsed, line, source)
+    check_collector_config(parsed, line, source, TenantPolicy(token_env, listen_host, endpoint))

@@ -3,17 +3,22 @@
 The graph rules mirror what ``otelcol validate`` refuses when it builds the pipeline graph
 (undefined references, connectors used on one side only or between signals they do not join,
 components used with a signal they do not handle, cycles), plus one rule of this package: the
-only ``${...}`` allowed is ``${env:NAME}``, because anything else is either a typo that the
-collector would resolve to an empty string or a regular-expression group that needed ``$$``.
+only ``${...}`` allowed are ``${env:<token_env>}`` and ``${env:SLURM_JOB_ID}``, because anything
+else is either a typo that the collector would resolve to an empty string, a regular-expression
+group that needed ``$$``, or a secret (``${env:AWS_SECRET_ACCESS_KEY}``, ``${file:...}``) that
+would then reach the files.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._common.errors import Violation, dotted
+from .._common.yaml_keys import non_string_key
 
 SECTIONS = ("receivers", "processors", "exporters", "connectors", "extensions")
 _ROLE_SECTIONS = {
@@ -32,7 +37,8 @@ _SIGNALS_BY_TYPE: dict[str, frozenset[str]] = {
 _FORWARD_PAIRS = frozenset((s, s) for s in ALL_SIGNALS)
 _SPAN_METRICS_PAIRS = frozenset({("traces", "metrics")})
 _EXPANSION = re.compile(r"\$\$|\$\{([^}]*)\}?")
-_ALLOWED_EXPANSION = re.compile(r"^env:[a-zA-Z_][a-zA-Z0-9_]*$")
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_./-]{1,1024}")
+_ENV_EXPANSION = re.compile(r"env:([a-zA-Z_][a-zA-Z0-9_]*)\Z")
 
 
 def component_type(component_id: str) -> str:
@@ -43,20 +49,32 @@ def signal_of(pipeline_id: str) -> str:
     return component_type(pipeline_id)
 
 
-def key_and_expansion_violations(
-    config: Mapping[str, Any],
-) -> tuple[list[Violation], list[Violation]]:
-    """Keys that are not strings, and expansions other than ``${env:NAME}``, in one walk.
+@dataclass
+class Scan:
+    """What one walk over a config finds: keys that are not strings, expansions other than
+    the allowed ``${env:NAME}`` ones, and the paths whose value expands the ingest token."""
+
+    keys: list[Violation] = field(default_factory=list)
+    expansions: list[Violation] = field(default_factory=list)
+    token_sites: list[list[Any]] = field(default_factory=list)
+
+
+def scan_config(config: Mapping[str, Any], allowed_env: frozenset[str], token_env: str) -> Scan:
+    """Keys that are not strings, expansions other than ``${env:NAME}`` for a name in
+    ``allowed_env``, and where ``${env:<token_env>}`` is expanded, in one walk.
 
     YAML reads ``on``, ``no`` or ``8080`` as a boolean or a number, and a JSON Schema only
-    speaks of string keys, so such keys are reported here instead of reaching it."""
-    keys: list[Violation] = []
-    expansions: list[Violation] = []
-    _walk(config, [], keys, expansions)
-    return keys, expansions
+    speaks of string keys, so such keys are reported here instead of reaching it. The collector
+    expands values only, so keys are not scanned for expansions (component ids with ``$`` are
+    refused by the id rule)."""
+    scan = Scan()
+    _walk(config, [], scan, allowed_env, token_env)
+    return scan
 
 
-def _walk(node: Any, path: list[Any], keys: list[Violation], expansions: list[Violation]) -> None:
+def _walk(
+    node: Any, path: list[Any], scan: Scan, allowed_env: frozenset[str], token_env: str
+) -> None:
     """Builds a path only for a container or a problem (a whole config is walked on every
     render, so exact types are tested before the slower abstract ``Mapping``)."""
     mapping = type(node) is dict or (type(node) is not list and isinstance(node, Mapping))
@@ -68,33 +86,45 @@ def _walk(node: Any, path: list[Any], keys: list[Violation], expansions: list[Vi
         return
     for key, value in items:
         if mapping and not isinstance(key, str):
-            keys.append(
-                Violation(
-                    dotted(path),
-                    f"has the key {key!r}, which YAML reads as {type(key).__name__}; "
-                    "quote it to make it a string",
-                )
-            )
+            scan.keys.append(non_string_key(path, key))
         if isinstance(value, str):
             if "$" in value:
-                expansions.extend(_string_expansion_violations(value, [*path, key]))
+                here = [*path, key]
+                if token_env in _expansions(value, here, allowed_env, scan):
+                    scan.token_sites.append(here)
         elif type(value) in (dict, list) or isinstance(value, (Mapping, list)):
-            _walk(value, [*path, key], keys, expansions)
+            _walk(value, [*path, key], scan, allowed_env, token_env)
 
 
-def _string_expansion_violations(node: str, path: list[Any]) -> Iterator[Violation]:
-    for match in _EXPANSION.finditer(node):
+def _expansions(text: str, path: list[Any], allowed_env: frozenset[str], scan: Scan) -> set[str]:
+    """The variable names ``text`` expands; anything but ``${env:NAME}`` with an allowed name
+    is reported. ``$$`` is the collector's escape for ``$`` and is read pairwise from the
+    left, as the collector counts the ``$`` before a ``${``."""
+    names = set()
+    for match in _EXPANSION.finditer(text):
         if match[0] == "$$":
             continue
         inner = match[1]
         if not match[0].endswith("}"):
-            yield Violation(dotted(path), "has an unterminated '${'; write '$$' for a literal '$'")
-        elif not _ALLOWED_EXPANSION.match(inner):
-            yield Violation(
-                dotted(path),
-                f"has the expansion '${{{inner}}}'; only ${{env:NAME}} is allowed "
-                "(write '$$' for a literal '$', e.g. '$${1}' in a regular expression)",
+            scan.expansions.append(
+                Violation(dotted(path), "has an unterminated '${'; write '$$' for a literal '$'")
             )
+            continue
+        found = _ENV_EXPANSION.match(inner)
+        if found and found[1] in allowed_env:
+            names.add(found[1])
+            continue
+        names.add(inner)
+        allowed = ", ".join(f"${{env:{name}}}" for name in sorted(allowed_env))
+        scan.expansions.append(
+            Violation(
+                dotted(path),
+                f"has an expansion other than {allowed or 'none'}; the collector would resolve "
+                "it from its environment or a file at start-up, and the value could reach the "
+                "files; remove it (write '$$' for a literal '$', e.g. '$${1}' in a regular expression)",
+            )
+        )
+    return names
 
 
 def _pipelines(config: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
@@ -216,10 +246,39 @@ def _cycle_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
                 return
 
 
+def _name_is_valid(name: str) -> bool:
+    """The collector's rule for the part of an id after ``/``: 1 to 1024 bytes, no white
+    space, control character or symbol (``$``, ``{``, ``+``, ``|``, ...)."""
+    if _PLAIN_NAME.fullmatch(name):  # the common case, without a look at each character
+        return True
+    return 0 < len(name.encode("utf-8", "surrogatepass")) <= 1024 and not any(
+        unicodedata.category(char)[0] in "ZCS" for char in name
+    )
+
+
+def _id_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
+    """Component and pipeline ids whose name the collector refuses, e.g. ``resource/${file:x}``."""
+    places = [[section] for section in SECTIONS] + [["service", "pipelines"]]
+    for place in places:
+        node: Any = config
+        for part in place:
+            node = node.get(part) if isinstance(node, Mapping) else None
+        for key in node if isinstance(node, Mapping) else ():
+            _, slash, name = str(key).partition("/")
+            if slash and not _name_is_valid(name):
+                yield Violation(
+                    dotted([*place, key]),
+                    "has a name (after '/') the collector refuses: white space, a control "
+                    "character or a symbol such as '$', '{' or '+'; use letters, digits, '_', "
+                    "'-', '.' or '/'",
+                )
+
+
 def graph_violations(config: Mapping[str, Any], names: Mapping[str, str]) -> list[Violation]:
     """What the collector refuses when it builds the pipeline graph; ``names`` are the line's
     component type names (role to type)."""
     return [
+        *_id_violations(config),
         *_reference_violations(config),
         *_connector_violations(config, names),
         *_cycle_violations(config),

@@ -69,7 +69,8 @@ def describe(value: Any) -> str:
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, (int, float)):
-        return repr(value)
+        shown = repr(value)
+        return shown if len(shown) <= 20 else f"a number of {len(shown)} characters"
     if isinstance(value, str):
         return "a string"
     if isinstance(value, dict):
@@ -147,7 +148,7 @@ def _message(error: Any) -> str:
         return "must not repeat an item"
     if keyword == "not":
         return "is not allowed here"
-    return error.message if not isinstance(error.instance, str) else f"is invalid ({keyword})"
+    return f"is invalid ({keyword})"  # jsonschema's own message would quote the value
 
 
 def violations(instance: Any, schema_name: str) -> list[Violation]:
@@ -171,7 +172,9 @@ def violations(instance: Any, schema_name: str) -> list[Violation]:
             items = [Violation(dotted([*base, k]), "is required; add it") for k in missing]
         elif "propertyNames" in error.absolute_schema_path:
             # The offending key is the instance here, and the path stops at its parent.
-            items = [Violation(dotted(base), f"key {error.instance!r} {_message(error)}")]
+            shown = repr(error.instance)
+            named = f"key {shown}" if len(shown) <= 40 else "a long key"
+            items = [Violation(dotted(base), f"{named} {_message(error)}")]
         else:
             items = [Violation(dotted(base), _message(error))]
         for item in items:

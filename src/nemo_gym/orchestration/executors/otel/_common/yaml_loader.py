@@ -8,11 +8,19 @@ constructor, which costs several times the parse. A rendered config is a plain t
 merge keys or custom tags), and for such a tree ``plain`` builds the same data directly, calling
 PyYAML's own constructor for every scalar that is not a string. Anything else in the tree hands
 the whole document to PyYAML's constructor.
+
+Hostile input is answered in time linear in its size. libyaml refuses nesting beyond 1000
+levels; below that the node graph is measured before anything is built: nesting deeper than
+``MAX_DEPTH`` (as the aliases expand it) and aliases that repeat more than ``MAX_ALIAS_NODES``
+nodes in all (a "billion laughs" of a few hundred bytes) are refused at the line that makes
+them, as are characters YAML forbids and scalars that their type cannot hold (an integer of
+thousands of digits, a date that does not exist, ``!!int x``).
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +30,29 @@ _STR = "tag:yaml.org,2002:str"
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
 _MERGE = "tag:yaml.org,2002:merge"
+# A collector config nests about ten levels, a submit config six.
+MAX_DEPTH = 100
+# How many nodes the aliases of a document may repeat, over its own nodes, in all; a long
+# scalar counts as one node per 64 characters, so repeating text is bounded too.
+MAX_ALIAS_NODES = 10_000
+_CHARACTERS_PER_NODE = 64
+# What the YAML reader refuses (PyYAML's own set), found here to name the line.
+_FORBIDDEN_CHARACTER = re.compile(
+    "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
+_UNREADABLE_SCALAR = (
+    "cannot be read as its YAML type (an integer of thousands of digits, a date that does not "
+    "exist, or a value its !!tag refuses); quote it to keep it as text, or fix the value"
+)
+
+
+class _Refused(Exception):
+    """A document refused before or while it is built, at the line of ``mark``."""
+
+    def __init__(self, mark: Any, message: str) -> None:
+        super().__init__(message)
+        self.mark = mark
+        self.message = message
 
 
 class _NotPlain(Exception):
@@ -49,6 +80,12 @@ def _loader_class() -> type:
                 seen.add(key)
             return super().construct_mapping(node, deep=deep)
 
+        def construct_object(self, node: Any, deep: bool = False) -> Any:
+            try:
+                return super().construct_object(node, deep=deep)
+            except (ValueError, OverflowError):
+                raise _Refused(node.start_mark, _UNREADABLE_SCALAR) from None
+
     return StrictLoader
 
 
@@ -72,17 +109,21 @@ def _plain_constructor() -> Callable[[Any, Any], Any]:
         construct = loader.yaml_constructors.get(tag)
         if construct is None or tag in (_MAP, _SEQ):
             raise _NotPlain
-        return construct(loader, node)
+        try:
+            return construct(loader, node)
+        except (ValueError, OverflowError):
+            raise _Refused(node.start_mark, _UNREADABLE_SCALAR) from None
 
-    def plain(loader: Any, node: Any, seen: set[int]) -> Any:
+    def plain(loader: Any, node: Any, seen: set[int], depth: int) -> Any:
         node_type = type(node)
         if node_type is ScalarNode:
             return scalar(loader, node)  # an aliased scalar is an equal value: no harm
-        if id(node) in seen:  # an aliased collection: PyYAML shares the object, leave it to it
+        if id(node) in seen or depth > MAX_DEPTH:  # aliased or deep: measured, then PyYAML
             raise _NotPlain
         seen.add(id(node))
+        depth += 1
         if node_type is SequenceNode and node.tag == _SEQ:
-            return [plain(loader, item, seen) for item in node.value]
+            return [plain(loader, item, seen, depth) for item in node.value]
         if node_type is MappingNode and node.tag == _MAP:
             data: dict[Any, Any] = {}
             for key_node, value_node in node.value:
@@ -94,23 +135,116 @@ def _plain_constructor() -> Callable[[Any, Any], Any]:
                 data[key] = (
                     value_node.value
                     if type(value_node) is ScalarNode and value_node.tag == _STR
-                    else plain(loader, value_node, seen)
+                    else plain(loader, value_node, seen, depth)
                 )
             return data
         raise _NotPlain
 
-    return lambda loader, node: plain(loader, node, set())
+    return lambda loader, node: plain(loader, node, set(), 0)
+
+
+def _measure(root: Any) -> None:
+    """Refuse a node graph nested deeper than ``MAX_DEPTH`` or whose aliases repeat more than
+    ``MAX_ALIAS_NODES`` nodes, in one pass over its distinct nodes (iterative: no recursion)."""
+    sizes: dict[int, int] = {}  # expanded node count
+    distinct = 0  # the nodes measured so far, each counted once
+    heights: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if finished:
+            open_nodes.discard(key)
+            own = 1 + len(node.value) // _CHARACTERS_PER_NODE if not children else 1
+            sizes[key] = own + sum(sizes[id(c)] for c in children)
+            distinct += own
+            heights[key] = 1 + max((heights[id(c)] for c in children), default=0)
+            if heights[key] > MAX_DEPTH:
+                raise _Refused(
+                    node.start_mark,
+                    f"nests deeper than {MAX_DEPTH} levels (aliases included); flatten the document",
+                )
+            repeated = sizes[key] - distinct  # at most the smallest node that breaks the budget
+            if repeated > MAX_ALIAS_NODES:
+                raise _Refused(
+                    node.start_mark,
+                    f"its aliases and merge keys repeat {repeated} nodes, more than the "
+                    f"{MAX_ALIAS_NODES} allowed; write the repeated parts out or use fewer aliases",
+                )
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise _Refused(
+                node.start_mark, "an alias refers to a node that contains it; remove the loop"
+            )
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+
+
+def _children(node: Any) -> list[Any]:
+    value = node.value
+    if not isinstance(value, list):
+        return []
+    if value and isinstance(value[0], tuple):
+        return [part for pair in value for part in pair]
+    return value
+
+
+# Block nesting needs a column of indentation or a "- " / "? " indicator per level (and one
+# more for a compact mapping), flow nesting an opening bracket: an upper bound on a document's
+# depth read in one pass of the C regex engine.
+_LINE_PREFIX = re.compile(r"^[ ?-]*", re.MULTILINE)
+
+
+def _may_nest_deeper(text: str) -> bool:
+    prefix = max(map(len, _LINE_PREFIX.findall(text)), default=0)
+    return prefix + 2 + text.count("[") + text.count("{") > MAX_DEPTH
+
+
+def _check_nesting(text: str, loader_class: type) -> None:
+    """Refuse nesting deeper than ``MAX_DEPTH`` from the parser's events, before anything is
+    composed: a composer recurses once per level (in C, with no limit in some PyYAML builds:
+    6.0.1's crashes at 50,000 levels; PyYAML's own composer in Python), so it never sees one."""
+    import yaml
+
+    loader = loader_class(text)
+    depth = 0
+    try:
+        while (event := loader.get_event()) is not None:
+            kind = type(event)
+            if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise _Refused(
+                        event.start_mark,
+                        f"nests deeper than {MAX_DEPTH} levels (aliases included); flatten the document",
+                    )
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                depth -= 1
+    finally:
+        loader.dispose()
 
 
 def _load(text: str, loader_class: type, plain: Callable[[Any, Any], Any]) -> Any:
+    if _may_nest_deeper(text):
+        _check_nesting(text, loader_class)
     loader = loader_class(text)
     try:
         node = loader.get_single_node()
         if node is None:
             return None
+        measured = "&" in text  # an alias needs an anchor; a scalar alias stays plain data
+        if measured:
+            _measure(node)
         try:
             return plain(loader, node)
         except _NotPlain:
+            if not measured:
+                _measure(node)
             return loader.construct_document(node)
     finally:
         loader.dispose()
@@ -125,8 +259,18 @@ def parse_yaml(text: str, source: str, error: Callable[[str, str], OtelConfigErr
     """Parse one YAML document; a syntax error becomes ``error(path, message)`` naming ``source:line``."""
     import yaml
 
+    forbidden = _FORBIDDEN_CHARACTER.search(text)
+    if forbidden is not None:
+        line = text.count("\n", 0, forbidden.start()) + 1
+        raise error(
+            f"{source}:{line}",
+            f"holds the character U+{ord(forbidden[0]):04X} (NUL or another control character), "
+            "which YAML does not allow; remove it or write it as an escape in a double-quoted string",
+        )
     try:
         return _load(text, *_parts())
+    except _Refused as exc:
+        raise error(f"{source}:{exc.mark.line + 1}", exc.message) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}" if mark is not None else source

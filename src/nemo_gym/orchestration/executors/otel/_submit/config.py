@@ -16,7 +16,9 @@ from types import MappingProxyType
 from typing import Any
 
 from .._common.constants import MODEL_SERVICE_TYPES
-from .._common.errors import SubmitConfigError
+from .._common.errors import SubmitConfigError, Violation, dotted
+from .._common.yaml_keys import non_string_key
+from .._common.yaml_loader import MAX_DEPTH
 from .rules import check_config_rules
 
 _SUBMIT_SCHEMA = "submit-config.schema.json"
@@ -126,22 +128,20 @@ class SubmitConfig:
         from .._common.json_schema import violations
 
         _require_mapping(mapping, "")
-        problems = violations(_plain(mapping), _SUBMIT_SCHEMA)
+        keys: list[Violation] = []
+        plain = _plain(mapping, [], keys)
+        problems = keys or violations(plain, _SUBMIT_SCHEMA)
         if problems:
             raise SubmitConfigError.of(problems)
-        return _build(mapping)
+        return _build(plain)
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str]) -> SubmitConfig:
+        from .._common.text_file import read_text_file
         from .._common.yaml_loader import parse_yaml
 
         source = Path(path)
-        try:
-            text = source.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SubmitConfigError(str(source), f"cannot read the file ({exc.strerror})") from None
-        except UnicodeDecodeError:
-            raise SubmitConfigError(str(source), "is not UTF-8 text") from None
+        text = read_text_file(str(source), SubmitConfigError)
         data = parse_yaml(text, str(source), SubmitConfigError)
         if data is None:
             raise SubmitConfigError(str(source), "is empty; write the submit config sections")
@@ -160,13 +160,29 @@ def _require_mapping(value: Any, path: str) -> None:
         )
 
 
-def _plain(value: Any) -> Any:
-    """Mappings as dicts, so the schema sees MappingProxyType and friends as objects."""
+def _plain(value: Any, path: list[Any], keys: list[Violation]) -> Any:
+    """Mappings as dicts, so the schema sees MappingProxyType and friends as objects; keys
+    that are not strings go to ``keys``."""
+    if len(path) > MAX_DEPTH:  # a mapping built in Python, not read by the bounded loader
+        raise SubmitConfigError(
+            dotted(path[:3]), f"nests deeper than {MAX_DEPTH} levels; flatten it"
+        )
     if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
+        plain = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                keys.append(non_string_key(path, k))
+            plain[k] = _plain(v, [*path, k], keys)
+        return plain
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [_plain(v, [*path, i], keys) for i, v in enumerate(value)]
     return value
+
+
+def _whole(value: Any) -> Any:
+    """The integer a whole-number float means: JSON Schema's ``integer`` accepts ``8000.0``,
+    but the collector takes neither ``localhost:8000.0`` nor ``7.0s``."""
+    return int(value) if isinstance(value, float) else value
 
 
 def _build(data: Mapping[str, Any]) -> SubmitConfig:
@@ -178,7 +194,7 @@ def _build(data: Mapping[str, Any]) -> SubmitConfig:
         services[name] = Service(
             name=name,
             type=raw["type"],
-            port=raw.get("port", _DEFAULT_PORTS[raw["type"]]),
+            port=_whole(raw.get("port", _DEFAULT_PORTS[raw["type"]])),
             model=raw.get("model"),
             served_model_name=raw.get("served_model_name"),
             options=_frozen(rest),
@@ -195,6 +211,7 @@ def _build(data: Mapping[str, Any]) -> SubmitConfig:
     otel_raw = dict(data.get("otel") or {})
     if "exporters" in otel_raw:
         otel_raw["exporters"] = tuple(otel_raw["exporters"])
+    otel_raw = {key: _whole(value) for key, value in otel_raw.items()}
     config = SubmitConfig(
         services=_frozen(services),
         compute=Compute(

@@ -28,6 +28,10 @@ def resolve_env_value(value: str, path: str, environ: Mapping[str, str]) -> str:
     """``lit:`` is literal, ``host:VAR`` is read now, ``runtime:VAR`` stays ``${VAR}`` for the job."""
     kind, _, rest = value.partition(":")
     if kind == "lit":
+        if "\x00" in rest:  # YAML writes it as "\0"; no environment variable can hold it
+            raise SubmitConfigError(
+                path, "holds a NUL character, which no environment value can; remove it"
+            )
         return rest
     if kind == "host":
         if rest not in environ:

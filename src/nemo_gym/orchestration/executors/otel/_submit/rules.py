@@ -7,6 +7,8 @@ what it needs besides the config (Gym's install, a destination) is there.
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -22,12 +24,15 @@ from .._common.errors import SubmitConfigError
 if TYPE_CHECKING:
     from .config import SubmitConfig
 
+_HOST_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
 
 def check_config_rules(config: SubmitConfig) -> None:
     """Raise on the first rule ``config`` breaks."""
     _check_policy_model(config)
     _check_scrape_interval(config)
     _check_ports(config)
+    _check_listen_host(config)
 
 
 def _check_policy_model(config: SubmitConfig) -> None:
@@ -36,7 +41,7 @@ def _check_policy_model(config: SubmitConfig) -> None:
         known = ", ".join(config.services) or "none"
         raise SubmitConfigError(
             "driver.policy_model",
-            f"names {policy!r}, which is not a service (services: {known}); "
+            f"is not a service of this config (services: {known}); "
             "set it to one of the services or remove it",
         )
 
@@ -50,6 +55,31 @@ def _check_scrape_interval(config: SubmitConfig) -> None:
             f"{interval} is longer than the {FINAL_SCRAPE_GRACE_SECONDS}s the collector outlives the driver, "
             f"so the final counters would never be scraped; use at most {FINAL_SCRAPE_GRACE_SECONDS}",
         )
+
+
+def _check_listen_host(config: SubmitConfig) -> None:
+    """A host name or an IP address, as the collector's listeners take it: ``0`` or
+    ``999.999.999.999`` pass a host-name pattern, but the resolver reads the first as 0.0.0.0
+    (every interface) and refuses the second; ``face:8080`` is neither."""
+    if not listen_host_is_valid(config.otel.listen_host):
+        raise SubmitConfigError(
+            "otel.listen_host",
+            "must be a host name (letters, digits, '-' and '.', not all digits) or an IPv4 or IPv6 "
+            "address without brackets or port, e.g. localhost, 10.0.0.5 or fd00::5",
+        )
+
+
+def listen_host_is_valid(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        labels = host.split(".")
+        return (
+            len(host) <= 253
+            and all(_HOST_LABEL.fullmatch(label) for label in labels)
+            and not labels[-1].isdigit()
+        )
+    return "%" not in host  # a zone (fe80::1%eth0) is not an address the collector binds
 
 
 def _check_ports(config: SubmitConfig) -> None:

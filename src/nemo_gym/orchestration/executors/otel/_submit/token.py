@@ -60,4 +60,14 @@ def _token_survives_expansion(token: str) -> bool:
         return False
     if _TOKEN_AS_INTEGER.fullmatch(token):
         return abs(int(token)) <= _INT64_MAX
-    return not _TOKEN_CHANGED_BY_YAML.fullmatch(token)
+    return not _TOKEN_CHANGED_BY_YAML.fullmatch(token) and _yaml_reads_as_text(token)
+
+
+def _yaml_reads_as_text(token: str) -> bool:
+    """YAML 1.1's implicit types (what PyYAML resolves) besides the 1.2 ones above: dates and
+    times (the collector turns ``2001-12-14`` into a time and refuses to start), sexagesimal
+    numbers, ``=`` and ``<<``."""
+    import yaml
+
+    tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, token, (True, False))
+    return bool(tag == "tag:yaml.org,2002:str")

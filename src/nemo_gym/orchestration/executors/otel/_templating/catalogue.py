@@ -52,7 +52,7 @@ Version = tuple[int, int, int]
 def parse_version(text: str, path: str) -> Version:
     match = _VERSION.match(str(text).strip())
     if not match:
-        raise TemplateError(path, f"{text!r} is not a release like 0.161.0")
+        raise TemplateError(path, "is not a release like 0.161.0")
     return int(match[1]), int(match[2]), int(match[3])
 
 
@@ -141,6 +141,31 @@ class _Source:
                         yield f"{line_dir.name}/{entry.name}"
 
 
+def _check_reserved_names(source: _Source, builtin: _Source) -> None:
+    """An override folder named ``builtin`` would hide the built-in namespace, and a file
+    named like a built-in one under a ``_`` folder (``_base/collector.yaml.j2``) would change
+    every line's rendering while its header still says built-in: both are refused."""
+    if not source.root.is_dir():
+        return
+    for entry in source.root.iterdir():
+        if entry.name == BUILTIN_PREFIX.rstrip("/"):
+            raise TemplateError(
+                f"{source.origin}/{entry.name}",
+                "is named like the built-in namespace (builtin/<name> reaches the built-in "
+                "templates); rename this folder",
+            )
+        if entry.name.startswith("_") and entry.is_dir():
+            for inner in entry.iterdir():
+                name = f"{entry.name}/{inner.name}"
+                if builtin.find(name) is not None:
+                    raise TemplateError(
+                        f"{source.origin}/{name}",
+                        "replaces the built-in skeleton every line shares, which an override "
+                        "may not do; override a line's combination template instead and "
+                        "redefine blocks of builtin/<its name>",
+                    )
+
+
 def search_path(template_dirs: Sequence[str | os.PathLike[str]] | None = None) -> tuple[str, ...]:
     """The override directories in effect: explicit ones, else ``NEMO_GYM_OTEL_TEMPLATE_PATH``."""
     if template_dirs is None:
@@ -180,6 +205,8 @@ class TemplateSet:
     @functools.cached_property
     def lines(self) -> dict[str, Line]:
         """Every line, oldest collector range first."""
+        for source in self._sources:
+            _check_reserved_names(source, self._builtin)
         names = sorted({n for s in [*self._sources, self._builtin] for n in s.names()})
         templates: dict[str, dict[str, TemplateInfo]] = {}
         for name in names:
@@ -295,12 +322,9 @@ def _template_info(name: str, text: str, origin: str) -> TemplateInfo:
 
 
 def _line_fields(path: str, text: str) -> dict[str, Any]:
-    import yaml
+    from .._common.yaml_loader import parse_yaml
 
-    try:
-        fields = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise TemplateError(path, f"is not valid YAML ({exc}); fix it") from None
+    fields = parse_yaml(text, path, TemplateError)  # bounded like any input
     if not isinstance(fields, dict):
         raise TemplateError(path, f"must be a mapping of {', '.join(_LINE_FIELDS)}")
     unknown = sorted(set(map(str, fields)) - set(_LINE_FIELDS))

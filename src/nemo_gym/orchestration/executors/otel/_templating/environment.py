@@ -1,6 +1,7 @@
 """The sandboxed Jinja environment that renders a combination template.
 
-Templates are code written by platform teams, so they run in a sandbox with ``StrictUndefined``
+Templates are code written by platform teams, so they run in a sandbox (bounded in steps, time
+and size: :mod:`.bounds`) with ``StrictUndefined``
 (a typo fails instead of rendering an empty string), keep their trailing newline, and are loaded
 only through the catalogue, which keeps them inside the folders of the search path. Every Jinja
 failure becomes a :class:`TemplateError` naming the template (and line, for syntax).
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._common.errors import TemplateError
+from .bounds import render_bounded
 from .catalogue import TemplateInfo, TemplateSet
 from .scalar import joined, scalar
 
@@ -22,9 +24,14 @@ def render_template(templates: TemplateSet, info: TemplateInfo, context: dict[st
     from jinja2 import TemplateNotFound, TemplateSyntaxError, UndefinedError
 
     try:
-        return _environment(templates).get_template(info.name).render(context)
+        template = _environment(templates).get_template(info.name)
+        return render_bounded(lambda: template.generate(context))
     except TemplateError:
         raise
+    except RecursionError:  # compiling an expression nested thousands of levels deep
+        raise TemplateError(
+            info.name, "nests too deeply to compile; flatten its expressions"
+        ) from None
     except TemplateSyntaxError as exc:
         raise TemplateError(
             f"{exc.name or info.name}:{exc.lineno}", f"{exc.message}; fix the template syntax"
@@ -48,7 +55,8 @@ def render_template(templates: TemplateSet, info: TemplateInfo, context: dict[st
 def _environment(templates: TemplateSet) -> Any:
     """One environment per template set: Jinja compiles each template once and keeps it."""
     from jinja2 import BaseLoader, StrictUndefined, TemplateNotFound, Undefined
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    from .bounds import BoundedSandbox
 
     class Loader(BaseLoader):
         def get_source(
@@ -59,7 +67,7 @@ def _environment(templates: TemplateSet) -> Any:
                 raise TemplateNotFound(template)
             return located[0].read_text(encoding="utf-8"), template, lambda: True
 
-    env = ImmutableSandboxedEnvironment(
+    env = BoundedSandbox(
         loader=Loader(),
         undefined=StrictUndefined,
         keep_trailing_newline=True,

@@ -1,0 +1,337 @@
+"""The token and tenant rules: what keeps the ingest token out of files and logs, and the
+tenant attribute on everything the backend gets.
+
+The routing proxy in front of the backend resolves the tenant from a resource attribute named
+``Authorization`` that holds the token, and silently drops a payload without it. So the token
+travels twice, and a config is safe only when
+
+- the token's expansion ``${env:<token_env>}`` appears only in the OTLP/HTTP exporter's
+  ``Authorization`` header and as the value of the tenant attribute (a ``resource`` processor
+  entry upserting or inserting ``Authorization``): anywhere else it becomes a file name, a
+  label or a log line;
+- every path from a receiver to an OTLP/HTTP exporter passes a tenant processor, and after it
+  only processors that can neither drop the attribute nor print it (``batch``,
+  ``memory_limiter``, ``resource`` processors naming their keys; a ``transform`` logs the whole
+  resource at the debug level);
+- no path on which the attribute was added reaches any other exporter (``file``, ``debug``, ...);
+- only the tenant processor names ``Authorization`` among processors and connectors (a copy,
+  a rename, a span-metrics dimension would carry the token elsewhere);
+- no listener (receiver or extension endpoint, the collector's own metrics) binds wider than
+  ``otel.listen_host``: the collector stamps the tenant's token on whatever it receives;
+- when the backend's URL is known (``otel.endpoint``), every OTLP/HTTP exporter sends there.
+
+Paths run through connectors: what a pipeline exports to a connector enters every pipeline
+that receives from it. The rules judge the graph as the collector builds it, for any config,
+rendered from a built-in template, an override, or written by hand.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._common.errors import Violation, dotted
+from .graph import component_type
+
+TENANT_KEY = "Authorization"
+OTLP_HTTP_TYPES = frozenset({"otlp_http", "otlphttp"})  # the new name and its old alias
+_ADDING_ACTIONS = frozenset({"upsert", "insert"})
+_SAFE_AFTER_TENANT = frozenset({"batch", "memory_limiter"})
+_LOOPBACK_NAMES = frozenset({"localhost"})
+_PLAIN, _TENANT = "plain", "tenant"
+
+
+@dataclass(frozen=True)
+class TenantPolicy:
+    """What the rules need besides the config: the token's variable, where to listen, and
+    (when known) the backend's URL, the only place the token may be sent."""
+
+    token_env: str = "OTEL_TOKEN"
+    listen_host: str = "localhost"
+    endpoint: str | None = None
+
+
+def tenant_violations(
+    config: Mapping[str, Any], token_sites: list[list[Any]], policy: TenantPolicy
+) -> list[Violation]:
+    """Every breach of the rules above; ``token_sites`` are the paths whose value expands the
+    token (found by the expansion scan)."""
+    token = "${env:" + policy.token_env + "}"
+    processors = _section(config, "processors")
+    tenant_ids = {pid for pid, body in processors.items() if _is_tenant(body, token)}
+    return [
+        *_token_site_violations(config, token_sites, token),
+        *_mention_violations(config, tenant_ids),
+        *_path_violations(config, tenant_ids),
+        *_listener_violations(config, policy.listen_host),
+        *_endpoint_violations(config, policy.endpoint),
+    ]
+
+
+def _section(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    section = config.get(name)
+    return section if isinstance(section, Mapping) else {}
+
+
+def _entries(body: Any) -> list[Mapping[str, Any]]:
+    attributes = body.get("attributes") if isinstance(body, Mapping) else None
+    if not isinstance(attributes, list):
+        return []
+    return [entry for entry in attributes if isinstance(entry, Mapping)]
+
+
+def _adds_tenant(entry: Mapping[str, Any], token: str) -> bool:
+    return (
+        entry.get("key") == TENANT_KEY
+        and entry.get("value") == token
+        and entry.get("action") in _ADDING_ACTIONS
+    )
+
+
+def _is_tenant(body: Any, token: str) -> bool:
+    return any(_adds_tenant(entry, token) for entry in _entries(body))
+
+
+def _token_site_violations(
+    config: Mapping[str, Any], token_sites: list[list[Any]], token: str
+) -> Iterator[Violation]:
+    for path in token_sites:
+        if _header_site(path) or _attribute_site(config, path, token):
+            continue
+        yield Violation(
+            dotted(path),
+            f"expands the ingest token ({token}) here; it may appear only in the OTLP/HTTP "
+            f"exporter's {TENANT_KEY} header and as the value of the tenant attribute (a resource "
+            f"processor entry upserting {TENANT_KEY}), so it lands in no file and no log: remove it",
+        )
+
+
+def _header_site(path: list[Any]) -> bool:
+    return (
+        len(path) == 4
+        and path[0] == "exporters"
+        and component_type(str(path[1])) in OTLP_HTTP_TYPES
+        and path[2] == "headers"
+        and str(path[3]).lower() == TENANT_KEY.lower()
+    )
+
+
+def _attribute_site(config: Mapping[str, Any], path: list[Any], token: str) -> bool:
+    if not (
+        len(path) == 5
+        and path[0] == "processors"
+        and component_type(str(path[1])) == "resource"
+        and path[2] == "attributes"
+        and path[4] == "value"
+    ):
+        return False
+    entry = _entries(_section(config, "processors").get(path[1]))
+    index = path[3]
+    return isinstance(index, int) and index < len(entry) and _adds_tenant(entry[index], token)
+
+
+def _mentions(node: Any) -> bool:
+    """Whether any key or value names the attribute, in any case (``repr`` shows every key and
+    value of parsed YAML, and escapes nothing in a name of letters)."""
+    return TENANT_KEY.lower() in repr(node).lower()
+
+
+def _mention_violations(config: Mapping[str, Any], tenant_ids: set[str]) -> Iterator[Violation]:
+    """Outside the tenant processor's own entries (add, convert to string), nothing among
+    processors and connectors may name the attribute: a copy, rename or dimension moves it."""
+    for section in ("processors", "connectors"):
+        for component_id, body in _section(config, section).items():
+            if component_id in tenant_ids:
+                for index, entry in enumerate(_entries(body)):
+                    if entry.get("key") == TENANT_KEY and (
+                        entry.get("action") in _ADDING_ACTIONS
+                        or (entry.get("action") == "convert" and len(entry) == 3)
+                    ):
+                        continue
+                    if _mentions(entry):
+                        yield _mention(["processors", component_id, "attributes", index])
+                rest = {k: v for k, v in body.items() if k != "attributes"}
+                if _mentions(rest):
+                    yield _mention(["processors", component_id])
+            elif _mentions(body):
+                yield _mention([section, component_id])
+
+
+def _mention(path: list[Any]) -> Violation:
+    return Violation(
+        dotted(path),
+        f"names the {TENANT_KEY} attribute, which only the tenant processor may add (and convert "
+        "to a string); anything else would copy, rename or drop the token: remove it",
+    )
+
+
+def _may_touch_tenant(component_id: str, body: Any) -> bool:
+    """Whether a processor after the tenant processor could drop, change or print the attribute."""
+    kind = component_type(component_id)
+    if kind in _SAFE_AFTER_TENANT:
+        return False
+    if kind == "resource":
+        return any("pattern" in entry for entry in _entries(body))
+    return True
+
+
+def _pipelines(config: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
+    service = config.get("service")
+    pipelines = service.get("pipelines") if isinstance(service, Mapping) else None
+    if not isinstance(pipelines, Mapping):
+        return {}
+    return {pid: body for pid, body in pipelines.items() if isinstance(body, Mapping)}
+
+
+def _refs(pipeline: Mapping[str, Any], role: str) -> list[str]:
+    refs = pipeline.get(role)
+    return [r for r in refs if isinstance(r, str)] if isinstance(refs, list) else []
+
+
+def _path_violations(config: Mapping[str, Any], tenant_ids: set[str]) -> Iterator[Violation]:
+    """Follow the two states (attribute added or not) from every receiver through processors
+    and connectors to every exporter, until nothing changes."""
+    connectors = set(_section(config, "connectors"))
+    processors = _section(config, "processors")
+    pipelines = _pipelines(config)
+    roles = {
+        pid: {role: _refs(p, role) for role in ("receivers", "processors", "exporters")}
+        for pid, p in pipelines.items()
+    }
+    entering: dict[str, set[str]] = {pid: set() for pid in pipelines}
+    leaving: dict[str, set[str]] = {pid: set() for pid in pipelines}
+    touched: set[tuple[str, int]] = set()
+    changed = True
+    while changed:
+        changed = False
+        for pid in pipelines:
+            states = set(entering[pid])
+            for ref in roles[pid]["receivers"]:
+                if ref not in connectors:
+                    states.add(_PLAIN)
+                else:
+                    for source, other in roles.items():
+                        if ref in other["exporters"]:
+                            states |= leaving[source]
+            entering[pid] = states
+            out = set()
+            for state in states:
+                for index, ref in enumerate(roles[pid]["processors"]):
+                    if ref in tenant_ids:
+                        state = _TENANT
+                    elif state == _TENANT and _may_touch_tenant(ref, processors.get(ref)):
+                        touched.add((pid, index))
+                out.add(state)
+            if out != leaving[pid]:
+                leaving[pid] = out
+                changed = True
+    for pid, index in sorted(touched):
+        yield Violation(
+            dotted(["service", "pipelines", pid, "processors", index]),
+            "comes after the tenant attribute was added; only a tenant processor, batch, "
+            "memory_limiter or a resource processor naming its keys may follow it (others can drop "
+            "the attribute or, like transform at the debug log level, print it): move it before",
+        )
+    for pid in pipelines:
+        for index, ref in enumerate(roles[pid]["exporters"]):
+            if ref in connectors:
+                continue
+            where = dotted(["service", "pipelines", pid, "exporters", index])
+            if component_type(ref) in OTLP_HTTP_TYPES:
+                if _PLAIN in leaving[pid]:
+                    yield Violation(
+                        where,
+                        "gets data on which no tenant processor added the tenant attribute, which "
+                        "the routing proxy then drops without a word; put the tenant processor "
+                        "on every path from a receiver to this exporter",
+                    )
+            elif _TENANT in leaving[pid]:
+                yield Violation(
+                    where,
+                    "gets data carrying the tenant attribute (the token), which would land in its "
+                    "output; export to it only from pipelines before the tenant processor",
+                )
+
+
+def _endpoint_violations(config: Mapping[str, Any], endpoint: str | None) -> Iterator[Violation]:
+    """An OTLP/HTTP exporter sends the token in its header: only to the backend's URL."""
+    if endpoint is None:
+        return
+    for exporter_id, body in _section(config, "exporters").items():
+        if component_type(exporter_id) not in OTLP_HTTP_TYPES or not isinstance(body, Mapping):
+            continue
+        for key in ("endpoint", "traces_endpoint", "metrics_endpoint", "logs_endpoint"):
+            sends_to = body.get(key)
+            as_read = sends_to.replace("$$", "$") if isinstance(sends_to, str) else sends_to
+            if key in body and (key != "endpoint" or as_read != endpoint):  # $$ reads as $
+                yield Violation(
+                    dotted(["exporters", exporter_id, key]),
+                    "sends the token somewhere other than otel.endpoint (validate's --endpoint); "
+                    "an OTLP/HTTP exporter may only send to the backend: set endpoint to it",
+                )
+
+
+def _listener_violations(config: Mapping[str, Any], listen_host: str) -> Iterator[Violation]:
+    for path, endpoint in _listeners(config):
+        host = endpoint.rpartition(":")[0] if ":" in endpoint else endpoint
+        if not _within(host.strip("[]"), listen_host.strip("[]")):
+            yield Violation(
+                dotted(path),
+                f"binds wider than the listen host {listen_host} (otel.listen_host; validate's "
+                "--listen-host); the collector stamps the tenant's token on all it receives, so "
+                "bind the listen host or a loopback address",
+            )
+
+
+def _listeners(config: Mapping[str, Any]) -> Iterator[tuple[list[Any], str]]:
+    """Every address the collector binds: receiver and extension endpoints, its own metrics."""
+    for section in ("receivers", "extensions"):
+        yield from _endpoints(_section(config, section), [section])
+    service = config.get("service")
+    telemetry = service.get("telemetry") if isinstance(service, Mapping) else None
+    metrics = telemetry.get("metrics") if isinstance(telemetry, Mapping) else None
+    if isinstance(metrics, Mapping):
+        if isinstance(metrics.get("address"), str):
+            yield ["service", "telemetry", "metrics", "address"], metrics["address"]
+        for index, reader in enumerate(metrics.get("readers") or []):
+            pull = reader.get("pull") if isinstance(reader, Mapping) else None
+            exporter = pull.get("exporter") if isinstance(pull, Mapping) else None
+            prometheus = exporter.get("prometheus") if isinstance(exporter, Mapping) else None
+            if isinstance(prometheus, Mapping):
+                host = prometheus.get("host", "localhost")
+                path = ["service", "telemetry", "metrics", "readers", index, "pull"]
+                yield path, f"{host}:0" if isinstance(host, str) else ""
+
+
+def _endpoints(node: Any, path: list[Any]) -> Iterator[tuple[list[Any], str]]:
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            if key == "endpoint" and isinstance(value, str):
+                yield [*path, key], value
+            elif key != "config":  # the prometheus receiver's scrape config binds nothing
+                yield from _endpoints(value, [*path, key])
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _endpoints(item, [*path, index])
+
+
+def _within(host: str, listen_host: str) -> bool:
+    return host.lower() == listen_host.lower() or _loopback(host) or _unspecified(listen_host)
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _unspecified(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return host == ""

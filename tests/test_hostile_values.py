@@ -1,0 +1,310 @@
+"""Hostile values that are not refused but must come out right (issue 10, classes 2, 4 and 6):
+whole-number floats, tokens YAML would retype, ``env`` output under ``eval``, files that never
+end, inputs of a megabyte, job directories with ``:``, and writes interrupted by signals.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import helpers
+import pytest
+import yaml
+from support.bounded import assert_within_bounds, run_bounded
+from support.otelcol import collector_binary, run_validate
+
+from nemo_gym.orchestration.api import SubmitConfig
+from nemo_gym.orchestration.executors.otel import (
+    SubmitConfigError,
+    render_collector_config,
+    resolve_token,
+    write_collector_config,
+)
+
+
+def _example(**otel: object) -> dict:
+    mapping = helpers.load_mapping(helpers.EXAMPLE)
+    mapping["otel"].update(otel)
+    return mapping
+
+
+# -- class 4: values the collector would refuse or misread --------------------------------------
+
+
+def test_whole_number_floats_render_as_integers() -> None:
+    """JSON Schema's integer takes 8000.0; the collector takes neither localhost:8000.0 nor 7.0s."""
+    mapping = _example(scrape_interval_seconds=7.0, node_metrics_port=9100.0)
+    mapping["services"]["policy"]["port"] = 8000.0
+    text = render_collector_config(SubmitConfig.from_dict(mapping), "aime25", "/r/gym-1/aime25")
+    assert '"localhost:8000"' in text and '"localhost:9100"' in text
+    assert 'scrape_interval: "7s"' in text
+    assert ".0" not in "".join(line for line in text.splitlines() if "localhost:" in line)
+
+
+def test_a_fractional_port_is_refused() -> None:
+    mapping = _example()
+    mapping["services"]["policy"]["port"] = 8000.5
+    with pytest.raises(SubmitConfigError) as caught:
+        SubmitConfig.from_dict(mapping)
+    assert caught.value.path == "services.policy.port"
+
+
+@pytest.mark.parametrize(
+    "token", ["2001-12-14", "2001-12-14T21:59:43.10-05:00", "2001-12-14 21:59:43", "1:20"]
+)
+def test_tokens_yaml_reads_as_dates_or_sexagesimals_are_refused(token: str) -> None:
+    """The collector reads ``${env:OTEL_TOKEN}`` as YAML: a date becomes a time and stops it."""
+    config = SubmitConfig.from_dict(_example())
+    with pytest.raises(SubmitConfigError) as caught:
+        resolve_token(config, {"OTEL_TOKEN": token})
+    assert token not in str(caught.value)
+
+
+def test_env_output_is_safe_to_eval_in_posix_sh(tmp_path: Path) -> None:
+    values = {
+        "A": "$(touch PWNED1)",
+        "B": "`touch PWNED2`; echo x",
+        "C": 'it\'s "quoted"\nand two lines',
+        "D": "${HOME} $HOME \\ * ? [a]",
+        "E": "",
+    }
+    mapping = _example()
+    mapping["driver"]["env"] = {name: f"lit:{value}" for name, value in values.items()}
+    config = tmp_path / "submit.yaml"
+    config.write_text(yaml.safe_dump(mapping), encoding="utf-8")
+    printed = helpers.run_cli("env", config, "--gym-job-id", "gym-1", cwd=tmp_path)
+    assert printed.returncode == 0, printed.stderr
+    script = printed.stdout + "".join(f'printf "%s\\0" "${name}"\n' for name in values)
+    shell = subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True, timeout=30)
+    assert shell.returncode == 0, shell.stderr
+    assert shell.stdout.decode().split("\0")[:-1] == list(values.values())
+    assert not list(tmp_path.glob("PWNED*"))
+
+
+@pytest.mark.collector
+def test_a_job_directory_with_a_colon_reaches_the_collector(tmp_path: Path) -> None:
+    """``--config=/a:b/...`` reads as a URI scheme; the step passes ``file:<path>``, which the
+    collector takes whatever the path holds (checked with the real binary, both ways)."""
+    binary = collector_binary("current")
+    job_dir = tmp_path / "runs" / "gym:1" / "aime 25:x"
+    config = SubmitConfig.from_dict(_example())
+    written = write_collector_config(config, "aime25", job_dir)
+    assert run_validate(binary, written).returncode == 0
+    bare = subprocess.run(
+        [str(binary), "validate", f"--config={written}"], capture_output=True, text=True, timeout=60
+    )
+    assert bare.returncode != 0 and "invalid uri" in bare.stderr
+
+
+# -- class 2: files that never end, inputs of a megabyte ----------------------------------------
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_dev_zero_is_refused_as_not_a_regular_file(tmp_path: Path, command: str) -> None:
+    args = (
+        ["--benchmark", "aime25", "--job-dir", str(tmp_path / "r/g/a")]
+        if command == "render"
+        else []
+    )
+    result = run_bounded(
+        [helpers.CLI, command, "/dev/zero", *args], cwd=tmp_path, env=helpers.cli_env()
+    )
+    assert result.returncode == 1
+    assert helpers.error_lines(result.stderr) == [
+        "/dev/zero: is not a regular file; name a YAML file"
+    ]
+    assert_within_bounds(result)
+
+
+def _megabyte_submit_config() -> str:
+    """A valid submit config of about 1 MB: thousands of benchmarks with their settings."""
+    text = helpers.EXAMPLE.read_text(encoding="utf-8")
+    extra = "".join(
+        f"    bench_{i}:\n      run:\n        num_repeats: {i % 9 + 1}\n        note: {'n' * 40}\n"
+        for i in range(9_950)
+    )
+    return text.replace("  benchmarks:\n", "  benchmarks:\n" + extra, 1)
+
+
+def test_a_megabyte_submit_config_renders_within_bounds(tmp_path: Path) -> None:
+    config = tmp_path / "submit.yaml"
+    config.write_text(_megabyte_submit_config(), encoding="utf-8")
+    assert 1_000_000 <= config.stat().st_size < 1_048_576
+    result = run_bounded(
+        [
+            helpers.CLI,
+            "render",
+            config,
+            "--benchmark",
+            "bench_77",
+            "--job-dir",
+            tmp_path / "r/g/b",
+            "--stdout",
+        ],
+        cwd=tmp_path,
+        env=helpers.cli_env(OTEL_TOKEN="t"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert '"bench_77"' in result.stdout
+    assert_within_bounds(result)
+
+
+def test_a_megabyte_collector_config_is_judged_within_bounds(tmp_path: Path) -> None:
+    """A megabyte of scrape jobs, one of them wrong: found, named, within bounds."""
+    golden = (helpers.REPO / "tests/golden/example/current/otlp_http+file.yaml").read_text("utf-8")
+    jobs = "".join(
+        f'        - job_name: "job{i}"\n          static_configs:\n            - targets: ["localhost:{1000 + i % 60000}"]\n'
+        for i in range(11_000)
+    )
+    text = golden.replace("      scrape_configs:\n", "      scrape_configs:\n" + jobs, 1)
+    text = text.replace(
+        'job_name: "job5000"', 'job_name: "job5000"\n          scrape_intervall: 5s', 1
+    )
+    path = tmp_path / "big.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert path.stat().st_size >= 1_000_000
+    result = run_bounded([helpers.CLI, "validate", path], cwd=tmp_path, env=helpers.cli_env())
+    assert result.returncode == 1
+    (line,) = helpers.error_lines(result.stderr)
+    assert line.startswith("receivers.prometheus.config.scrape_configs[5000].scrape_intervall: ")
+    assert_within_bounds(result)
+
+
+# -- class 6: interrupted writes -----------------------------------------------------------------
+
+# Runs the CLI in a child that delivers a signal to itself in the middle of the write, right after
+# the temporary file is written: the moment a real signal would leave it behind.
+_SIGNAL_DURING_WRITE = textwrap.dedent(
+    """
+    import os, signal, sys
+    from nemo_gym.orchestration.executors.otel import _cli
+    real_fsync = os.fsync
+    def fsync(fd):
+        real_fsync(fd)
+        os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+    os.fsync = fsync
+    sys.exit(_cli.main(sys.argv[2:]))
+    """
+)
+
+
+def _render_example(
+    command: list[str], job_dir: Path, cwd: Path, **options: Any
+) -> subprocess.CompletedProcess[str]:
+    """``command`` (the CLI, or a Python that runs it) rendering the bundled example."""
+    return subprocess.run(
+        [
+            *command,
+            "render",
+            str(helpers.EXAMPLE),
+            "--benchmark",
+            "aime25",
+            "--job-dir",
+            str(job_dir),
+        ],
+        cwd=cwd,
+        env=helpers.cli_env(OTEL_TOKEN="t"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **options,
+    )
+
+
+def _render_with_signal(name: str, job_dir: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return _render_example([sys.executable, "-c", _SIGNAL_DURING_WRITE, name], job_dir, cwd)
+
+
+def test_sigterm_during_the_write_leaves_nothing(tmp_path: Path) -> None:
+    job_dir = tmp_path / "runs" / "gym-1" / "aime25"
+    result = _render_with_signal("SIGTERM", job_dir, tmp_path)
+    assert result.returncode == 128 + signal.SIGTERM, result.stderr
+    assert "Traceback" not in result.stderr
+    assert helpers.tree(tmp_path) == set()
+
+
+def test_after_sigkill_the_next_write_removes_the_stale_temporary(tmp_path: Path) -> None:
+    job_dir = tmp_path / "runs" / "gym-1" / "aime25"
+    otel = job_dir / "otel"
+    killed = _render_with_signal("SIGKILL", job_dir, tmp_path)
+    assert killed.returncode == -signal.SIGKILL
+    (stale,) = otel.iterdir()
+    assert stale.name.startswith(".collector.yaml.")
+    host = socket.gethostname()
+    others = [  # not ours to remove: a live process, another host
+        otel / f".collector.yaml.{host}.{os.getpid()}.0000.tmp",
+        otel / f".collector.yaml.other-node.{killed_pid(stale)}.0000.tmp",
+    ]
+    for other in others:
+        other.write_text("partial", encoding="utf-8")
+    result = helpers.run_cli(
+        "render",
+        helpers.EXAMPLE,
+        "--benchmark",
+        "aime25",
+        "--job-dir",
+        job_dir,
+        cwd=tmp_path,
+        env=helpers.cli_env(OTEL_TOKEN="t"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in otel.iterdir()) == sorted(
+        ["collector.yaml", *(o.name for o in others)]
+    )
+
+
+def killed_pid(temporary: Path) -> str:
+    return temporary.name.removesuffix(".tmp").rsplit(".", 2)[1]
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
+def test_the_written_file_gets_the_umask_permissions(tmp_path: Path, umask: int, mode: int) -> None:
+    job_dir = tmp_path / "runs" / "gym-1" / "aime25"
+    result = _render_example(
+        [str(helpers.CLI)], job_dir, tmp_path, preexec_fn=lambda: os.umask(umask)
+    )
+    assert result.returncode == 0, result.stderr
+    assert stat.S_IMODE((job_dir / "otel" / "collector.yaml").stat().st_mode) == mode
+
+
+# -- class 3: API arguments of the wrong kind ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("benchmark", "job_dir", "path"),
+    [
+        (5, "/r/gym-1/aime25", "benchmark_name"),
+        (None, "/r/gym-1/aime25", "benchmark_name"),
+        ("aime25", 5, "remote_bench_dir"),
+        ("aime25", b"/r/gym-1/aime25", "remote_bench_dir"),
+        ("aime25", "/r/gym-1/aime\x0025", "remote_bench_dir"),
+    ],
+)
+def test_api_arguments_of_the_wrong_kind_raise_the_package_error(
+    benchmark: object, job_dir: object, path: str
+) -> None:
+    config = SubmitConfig.from_dict(_example())
+    with pytest.raises(SubmitConfigError) as caught:
+        render_collector_config(config, benchmark, job_dir)  # type: ignore[arg-type]
+    assert caught.value.path == path
+
+
+def test_a_deep_mapping_built_in_python_raises_the_package_error() -> None:
+    mapping = _example()
+    deep: dict = {}
+    node = deep
+    for _ in range(5000):
+        node["x"] = {}
+        node = node["x"]
+    mapping["driver"]["benchmarks"]["aime25"] = deep
+    with pytest.raises(SubmitConfigError) as caught:
+        SubmitConfig.from_dict(mapping)
+    assert "nests deeper than" in caught.value.message
