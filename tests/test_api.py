@@ -184,6 +184,26 @@ def test_merged_driver_env_lets_driver_env_win(
     assert caught.value.path == "driver.env.WANDB_API_KEY"
 
 
+@pytest.mark.parametrize(
+    ("listen_host", "http", "grpc"),
+    [
+        ("localhost", "http://localhost:4318", "http://localhost:4317"),
+        ("0.0.0.0", "http://localhost:4318", "http://localhost:4317"),
+        ("10.31.4.7", "http://10.31.4.7:4318", "http://10.31.4.7:4317"),
+        ("fd00::7", "http://[fd00::7]:4318", "http://[fd00::7]:4317"),
+    ],
+)
+def test_merged_driver_env_points_at_the_listen_host(
+    example_mapping: dict, listen_host: str, http: str, grpc: str
+) -> None:
+    """A collector bound to the node's address does not answer on localhost."""
+    example_mapping["otel"]["listen_host"] = listen_host
+    config = SubmitConfig.from_dict(example_mapping)
+    env = otel.merged_driver_env(config, "gym-7", environ={"WANDB_API_KEY": "w"})
+    assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == http
+    assert env["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"] == grpc
+
+
 def test_policy_model_name(example_mapping: dict) -> None:
     assert otel._policy_model_name(SubmitConfig.from_dict(example_mapping)) == "qwen3-30b-a3b"
     del example_mapping["services"]["policy"]["served_model_name"]

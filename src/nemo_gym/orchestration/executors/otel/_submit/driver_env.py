@@ -45,15 +45,37 @@ def resolve_env_value(value: str, path: str, environ: Mapping[str, str]) -> str:
     raise SubmitConfigError(path, "must start with lit:, host: or runtime:")
 
 
+# Addresses a collector binds on every interface; the driver reaches those through localhost.
+_EVERY_INTERFACE = frozenset({"0.0.0.0", "::", "[::]"})
+
+
+def _collector_endpoints(listen_host: str) -> dict[str, str]:
+    """Where the driver finds a collector that binds ``otel.listen_host``.
+
+    A collector bound to one address (the node's address on the job's network) does not answer
+    on localhost, so the driver is pointed at that address; one bound everywhere is reached
+    through localhost, as :func:`driver_telemetry_env` says.
+    """
+    if listen_host == "localhost" or listen_host in _EVERY_INTERFACE:
+        return {}
+    host = f"[{listen_host}]" if ":" in listen_host else listen_host
+    return {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{host}:{OTLP_HTTP_PORT}",
+        "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": f"http://{host}:{OTLP_GRPC_PORT}",
+    }
+
+
 def merged_driver_env(
     config: SubmitConfig, gym_job_id: str, environ: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """The driver's environment: Gym's telemetry switches, with ``driver.env`` winning."""
+    """The driver's environment: Gym's telemetry switches, pointed at the collector's listen
+    host, with ``driver.env`` winning."""
     environ = os.environ if environ is None else environ
     otel = config.otel
     merged: dict[str, str] = {}
     if otel.enabled and otel.gym_telemetry:
         merged.update(driver_telemetry_env(gym_job_id, otel.gym_span_groups, otel.gym_logs))
+        merged.update(_collector_endpoints(otel.listen_host))
     for name, value in config.driver.env.items():
         merged[name] = resolve_env_value(value, f"driver.env.{name}", environ)
     return merged
