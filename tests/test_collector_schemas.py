@@ -1,0 +1,57 @@
+"""The generated collector schemas are what their generator makes of today's inputs.
+
+``tools/generate-collector-schemas --check`` rebuilds every line's schema from the platform
+manifests, upstream's ``config.schema.yaml`` files in the Go module cache and the overlays in
+``collector/schema/``, and fails on any difference from the committed file. The module cache is
+filled by ``tools/build-otelcol``; outside CI the test skips without it, in CI it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+GENERATOR = REPO / "tools" / "generate-collector-schemas"
+# The exit code of tools/generate-collector-schemas when the module cache lacks its inputs.
+MISSING_INPUTS = 3
+
+
+def _unavailable(message: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def test_regenerating_the_schemas_changes_nothing() -> None:
+    if shutil.which("go") is None:
+        _unavailable("the go command is not on PATH: the generator reads the Go module cache")
+    result = subprocess.run(
+        [sys.executable, str(GENERATOR), "--check"], capture_output=True, text=True, check=False
+    )
+    if result.returncode == MISSING_INPUTS:
+        _unavailable(
+            f"{result.stderr.strip()}\nRun tools/build-otelcol current-platform and "
+            "legacy-platform to fill the module cache."
+        )
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_generator_refuses_an_overlay_key_given_twice(tmp_path: Path) -> None:
+    """A key given twice in an overlay would silently keep only the last one."""
+    sys.path.insert(0, str(REPO / "tools"))
+    source = GENERATOR.read_text(encoding="utf-8")
+    namespace: dict[str, object] = {"__name__": "generator"}
+    exec(compile(source, str(GENERATOR), "exec"), namespace)
+    overlays = tmp_path / "collector" / "schema"
+    overlays.mkdir(parents=True)
+    (overlays / "twice.yaml").write_text("defs:\n  a: {}\n  a: {}\n", encoding="utf-8")
+    namespace["OVERLAYS"] = overlays
+    error = namespace["GenerationError"]
+    with pytest.raises(error, match="'a' is given twice"):  # type: ignore[call-overload]
+        namespace["load_overlay"]("twice")  # type: ignore[operator]
