@@ -8,10 +8,12 @@ filled by ``tools/build-otelcol``; outside CI the test skips without it, in CI i
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -44,14 +46,11 @@ def test_regenerating_the_schemas_changes_nothing() -> None:
 
 def test_the_generator_refuses_an_overlay_key_given_twice(tmp_path: Path) -> None:
     """A key given twice in an overlay would silently keep only the last one."""
-    sys.path.insert(0, str(REPO / "tools"))
-    source = GENERATOR.read_text(encoding="utf-8")
-    namespace: dict[str, object] = {"__name__": "generator"}
-    exec(compile(source, str(GENERATOR), "exec"), namespace)
-    overlays = tmp_path / "collector" / "schema"
-    overlays.mkdir(parents=True)
-    (overlays / "twice.yaml").write_text("defs:\n  a: {}\n  a: {}\n", encoding="utf-8")
-    namespace["OVERLAYS"] = overlays
-    error = namespace["GenerationError"]
-    with pytest.raises(error, match="'a' is given twice"):  # type: ignore[call-overload]
-        namespace["load_overlay"]("twice")  # type: ignore[operator]
+    loader = importlib.machinery.SourceFileLoader("generate_collector_schemas", str(GENERATOR))
+    generator = types.ModuleType(loader.name)
+    generator.__file__ = str(GENERATOR)
+    loader.exec_module(generator)
+    generator.OVERLAYS = tmp_path
+    (tmp_path / "twice.yaml").write_text("defs:\n  a: {}\n  a: {}\n", encoding="utf-8")
+    with pytest.raises(generator.GenerationError, match="'a' is given twice"):
+        generator.load_overlay("twice")
