@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"ratio (goal <= 1.0), {label}",
                     describe(r["ratio"]) + ("" if r["same_document"] else "  DOCUMENTS DIFFER"),
                 ),
+                (f"dict + PyYAML's C dumper (CSafeDumper), {label}", describe(r["c_baseline"])),
+                (f"ratio to the C dumper, {label}", describe(r["c_ratio"])),
             ]
     if "write" in args.only:
         from .render import bulk_write

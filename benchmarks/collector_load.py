@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import helpers
 import psutil
 import yaml
 from support.e2e_job import Collector, collector_release, port_is_free
@@ -50,9 +51,7 @@ from nemo_gym.orchestration.executors.otel import (
 from ._otlp_sink import SIGNALS, CountingBackend, FileCounter
 from ._stats import Sample
 
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLE = REPO / "examples" / "submit.yaml"
-LINES = ("current", "legacy")
+LINES = tuple(helpers.line_metadata())
 COMBINATIONS = {"otlp_http+file": ["otlp_http", "file"], "file": ["file"]}
 DEFAULT_COMBINATION = "otlp_http+file"
 ITEM_NAMES = {"traces": "spans", "logs": "log records", "metrics": "data points"}
@@ -91,7 +90,9 @@ def _log(message: str) -> None:
 
 def collector_binary(line: str) -> Path:
     """``tools/build-otelcol LINE``'s binary, after any build of the line already running."""
-    cache = Path(os.environ.get("NEMO_GYM_OTEL_COLLECTOR_CACHE", REPO / ".cache" / "otelcol"))
+    cache = Path(
+        os.environ.get("NEMO_GYM_OTEL_COLLECTOR_CACHE", helpers.REPO / ".cache" / "otelcol")
+    )
     deadline = time.monotonic() + BUILD_WAIT_SECONDS
     announced = False
     # tools/build-otelcol builds in .cache/otelcol/.<line>-*/ and renames it when done: never
@@ -120,7 +121,7 @@ class Generator:
     def __init__(self, url: str) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "benchmarks._otlp_load", url],
-            cwd=REPO,
+            cwd=helpers.REPO,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -262,7 +263,7 @@ class Rig:
         }
         for target in targets.values():
             self._stack.callback(target.close)
-        mapping = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+        mapping = yaml.safe_load(helpers.EXAMPLE.read_text(encoding="utf-8"))
         mapping["services"]["policy"]["port"] = targets["policy"].port
         mapping["services"]["judge"]["port"] = targets["judge"].port
         mapping["job"]["output_path"] = str(self.root / "runs")

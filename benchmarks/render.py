@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import helpers
 import yaml
 
 from nemo_gym.orchestration.api import SubmitConfig
@@ -24,14 +25,12 @@ from nemo_gym.orchestration.executors.otel._templating.context import (
 
 from ._stats import Sample, time_calls
 
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLE = REPO / "examples" / "submit.yaml"
 BENCH_DIR = "/lustre/runs/gym-bench-0001/aime25"
 
 
 def large_mapping(services: int = 32) -> dict[str, Any]:
     """The bundled example with 32 model services and both node exporters."""
-    mapping = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    mapping = yaml.safe_load(helpers.EXAMPLE.read_text(encoding="utf-8"))
     template = mapping["services"]["judge"]
     mapping["services"] = {
         f"model{i:02d}": copy.deepcopy(template)
@@ -191,44 +190,40 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
     }
 
 
+def _dump(config: SubmitConfig, dumper: type) -> str:
+    """The unchecked baseline: the same document built as a dict and dumped by PyYAML."""
+    return yaml.dump(dict_document(config, "aime25", BENCH_DIR), Dumper=dumper, sort_keys=False)
+
+
+def _ratio(name: str, ours: list[float], theirs: list[float]) -> Sample:
+    return Sample(name, "x", tuple(r / d for r, d in zip(ours, theirs, strict=True)))
+
+
 def render_path(repeats: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for label, mapping in (
-        ("example", yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))),
+        ("example", yaml.safe_load(helpers.EXAMPLE.read_text(encoding="utf-8"))),
         ("large (32 services)", large_mapping()),
     ):
         config = SubmitConfig.from_dict(mapping)
         ours = otel.render_collector_config(config, "aime25", BENCH_DIR)
-        baseline_text = yaml.safe_dump(dict_document(config, "aime25", BENCH_DIR), sort_keys=False)
-        same = yaml.safe_load(ours) == yaml.safe_load(baseline_text)
-        # Interleave the two so both see the same machine state.
-        rendered, dumped = [], []
+        same = yaml.safe_load(ours) == yaml.safe_load(_dump(config, yaml.CSafeDumper))
+        # Interleave the three so all see the same machine state.
+        rendered, dumped, c_dumped = [], [], []
+        calls = (
+            (rendered, lambda c=config: otel.render_collector_config(c, "aime25", BENCH_DIR)),
+            (dumped, lambda c=config: _dump(c, yaml.SafeDumper)),
+            (c_dumped, lambda c=config: _dump(c, yaml.CSafeDumper)),
+        )
         for _ in range(repeats):
-            rendered.append(
-                time_calls(
-                    "render",
-                    lambda c=config: otel.render_collector_config(c, "aime25", BENCH_DIR),
-                    1,
-                    20,
-                ).values[0]
-            )
-            dumped.append(
-                time_calls(
-                    "dump",
-                    lambda c=config: yaml.safe_dump(
-                        dict_document(c, "aime25", BENCH_DIR), sort_keys=False
-                    ),
-                    1,
-                    20,
-                ).values[0]
-            )
-        render_sample = Sample(f"render+validate {label}", "ms", tuple(rendered))
-        dump_sample = Sample(f"dict+safe_dump {label}", "ms", tuple(dumped))
-        ratios = [r / d for r, d in zip(rendered, dumped, strict=True)]
+            for values, call in calls:
+                values.append(time_calls("call", call, 1, 20).values[0])
         results[label] = {
-            "render": render_sample,
-            "baseline": dump_sample,
-            "ratio": Sample(f"ratio {label}", "x", tuple(ratios)),
+            "render": Sample(f"render+validate {label}", "ms", tuple(rendered)),
+            "baseline": Sample(f"dict+safe_dump {label}", "ms", tuple(dumped)),
+            "ratio": _ratio(f"ratio {label}", rendered, dumped),
+            "c_baseline": Sample(f"dict+C dumper {label}", "ms", tuple(c_dumped)),
+            "c_ratio": _ratio(f"ratio to the C dumper {label}", rendered, c_dumped),
             "same_document": same,
         }
     return results
@@ -238,7 +233,7 @@ def submission(jobs: int, root: str) -> dict[str, Any]:
     """One submission of ``jobs`` benchmark jobs, as the executor writes them: one
     ``<output_path>/<gym_job_id>`` with ``jobs`` benchmarks. Timed from the first call, so the
     first call's one-time costs (loading jinja2, compiling templates and schema checks) count."""
-    mapping = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    mapping = yaml.safe_load(helpers.EXAMPLE.read_text(encoding="utf-8"))
     mapping["driver"]["benchmarks"] = {f"bench{i:03d}": {} for i in range(jobs)}
     config = SubmitConfig.from_dict(mapping)
     per_job = []
@@ -285,7 +280,7 @@ def bulk_write(jobs: int, rounds: int) -> dict[str, Any]:
                     str(jobs),
                     str(folder),
                 ],
-                cwd=REPO,
+                cwd=helpers.REPO,
                 capture_output=True,
                 text=True,
                 check=True,

@@ -14,16 +14,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import helpers
 import yaml
-from conftest import fixture_configs
-from render_helpers import line_metadata, line_versions, render_variants
 
 from nemo_gym.orchestration.api import SubmitConfig
 
 Doc = dict[str, Any]
 SECTIONS = ("receivers", "processors", "exporters", "connectors", "extensions")
 # Component type names per line, from each line's line.yaml.
-NAMES = {line: meta["names"] for line, meta in line_metadata().items()}
+NAMES = {line: meta["names"] for line, meta in helpers.line_metadata().items()}
 
 # Where the package is stricter than the collector on purpose: case id -> why. Every other case
 # must be judged alike by both.
@@ -98,15 +97,15 @@ def dump(doc: Doc) -> str:
 
 
 def rendered_cases() -> Iterator[Case]:
-    for name, path in fixture_configs().items():
+    for name, path in helpers.fixture_configs().items():
         config = SubmitConfig.from_yaml(path)
-        for line, combination, text in render_variants(config):
+        for line, combination, text in helpers.render_variants(config):
             yield Case(f"{line}/rendered/{name}/{combination}", line, text)
 
 
 def base_document(line: str) -> Doc:
-    example = SubmitConfig.from_yaml(fixture_configs()["example"])
-    for rendered_line, combination, text in render_variants(example):
+    example = SubmitConfig.from_yaml(helpers.fixture_configs()["example"])
+    for rendered_line, combination, text in helpers.render_variants(example):
         if rendered_line == line and combination == "otlp_http+file":
             return yaml.safe_load(text)
     raise LookupError(line)
@@ -357,7 +356,7 @@ def _other_line(line: str) -> dict[str, Callable[[Doc], None]]:
 
 
 def mutated_cases() -> Iterator[Case]:
-    for line in line_versions():
+    for line in helpers.line_versions():
         base = base_document(line)
         mutations = {
             **_per_component(base),
@@ -377,7 +376,7 @@ def corpus() -> list[Case]:
     return [
         *rendered_cases(),
         *mutated_cases(),
-        *(case for line in line_versions() for case in platform_cases(line)),
+        *(case for line in helpers.line_versions() for case in platform_cases(line)),
     ]
 
 

@@ -16,12 +16,11 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+import helpers
 from collector_corpus import Case, base_document, dump
 
-REPO = Path(__file__).resolve().parents[1]
 _TYPE = re.compile(r"^\^([a-z_0-9]+)\(")
 
 
@@ -138,7 +137,7 @@ COMPONENTS: dict[str, Component] = {
 
 @functools.cache
 def schema(line: str) -> dict[str, Any]:
-    path = REPO / "schemas" / f"collector-{line}.schema.json"
+    path = helpers.REPO / "schemas" / f"collector-{line}.schema.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 

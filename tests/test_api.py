@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -220,6 +221,11 @@ def test_the_interval_bound_is_enforced_at_construction(
     assert "20s" in otel.render_collector_config(
         SubmitConfig.from_dict(example_mapping), "aime25", "/runs/g1/aime25"
     )
+    config = SubmitConfig.from_dict(example_mapping)
+    with pytest.raises(SubmitConfigError, match=r"at most 20"):
+        dataclasses.replace(
+            config, otel=dataclasses.replace(config.otel, scrape_interval_seconds=21)
+        )
 
 
 def test_errors_carry_their_violations_as_data(example_mapping: dict) -> None:

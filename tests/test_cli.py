@@ -11,12 +11,11 @@ import shlex
 from importlib.metadata import version
 from pathlib import Path
 
+import helpers
 import pytest
 import yaml
-from cli_helpers import WARNING, cli_env, error_lines, run_cli, tree
-from conftest import CONFIGS, REPO
 
-EXAMPLE = REPO / "examples" / "submit.yaml"
+EXAMPLE = helpers.REPO / "examples" / "submit.yaml"
 TOKEN = "token-value-for-cli-tests"
 SIGNALS = ("traces", "metrics", "logs")
 # README, "Template lines and combinations".
@@ -40,7 +39,7 @@ def write_config(folder: Path, mapping: dict, name: str = "submit.yaml") -> Path
 
 
 def render(config: Path, job_dir: Path, *extra: str, env: dict | None = None):
-    return run_cli(
+    return helpers.run_cli(
         "render",
         config,
         "--benchmark",
@@ -49,7 +48,7 @@ def render(config: Path, job_dir: Path, *extra: str, env: dict | None = None):
         job_dir,
         *extra,
         cwd=job_dir.parents[2],
-        env=cli_env(OTEL_TOKEN=TOKEN) if env is None else env,
+        env=helpers.cli_env(OTEL_TOKEN=TOKEN) if env is None else env,
     )
 
 
@@ -68,7 +67,7 @@ def test_render_writes_the_checked_config_and_prints_its_path(job_dir: Path) -> 
     assert result.stderr == ""
     target = job_dir / "otel" / "collector.yaml"
     assert result.stdout == f"{target}\n"
-    assert tree(job_dir.parents[2]) == {
+    assert helpers.tree(job_dir.parents[2]) == {
         "runs",
         "runs/gym-demo",
         "runs/gym-demo/aime25",
@@ -103,11 +102,11 @@ def test_render_writes_the_checked_config_and_prints_its_path(job_dir: Path) -> 
 
 
 def test_render_warns_once_when_the_token_is_unset(job_dir: Path) -> None:
-    result = render(EXAMPLE, job_dir, env=cli_env(OTEL_TOKEN=None))
+    result = render(EXAMPLE, job_dir, env=helpers.cli_env(OTEL_TOKEN=None))
 
     assert result.returncode == 0, result.stderr
     (warning,) = result.stderr.splitlines()
-    assert warning.startswith(WARNING) and "OTEL_TOKEN" in warning
+    assert warning.startswith(helpers.WARNING) and "OTEL_TOKEN" in warning
     assert (job_dir / "otel" / "collector.yaml").is_file()
 
 
@@ -117,7 +116,7 @@ def test_render_with_files_only_needs_no_token_and_never_names_it(
     example_mapping["otel"] = {"exporters": ["file"]}  # no endpoint, no service name
     config = write_config(job_dir.parents[2], example_mapping)
 
-    result = render(config, job_dir, env=cli_env(OTEL_TOKEN=None))
+    result = render(config, job_dir, env=helpers.cli_env(OTEL_TOKEN=None))
 
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
@@ -128,12 +127,12 @@ def test_render_with_files_only_needs_no_token_and_never_names_it(
 
 def test_render_stdout_prints_the_same_yaml_and_writes_nothing(job_dir: Path) -> None:
     root = job_dir.parents[2]
-    before = tree(root)
+    before = helpers.tree(root)
 
     printed = render(EXAMPLE, job_dir, "--stdout")
 
     assert printed.returncode == 0, printed.stderr
-    assert tree(root) == before
+    assert helpers.tree(root) == before
     assert yaml.safe_load(printed.stdout)["exporters"]["file/logs"]["path"] == (
         f"{job_dir}/otel/logs.jsonl"
     )
@@ -150,12 +149,12 @@ def test_a_missing_config_file_is_one_error_naming_it(tmp_path: Path, command: s
         "env": ["--gym-job-id", "gym-1"],
     }[command]
 
-    result = run_cli(command, missing, *args, cwd=tmp_path)
+    result = helpers.run_cli(command, missing, *args, cwd=tmp_path)
 
     assert result.returncode == 1
-    (message,) = error_lines(result.stderr)
+    (message,) = helpers.error_lines(result.stderr)
     assert message.startswith(f"{missing}: ") and "cannot read" in message
-    assert tree(tmp_path) == set()
+    assert helpers.tree(tmp_path) == set()
 
 
 # -- validate -------------------------------------------------------------------------------
@@ -168,7 +167,7 @@ def rendered(job_dir: Path) -> Path:
 
 
 def test_validate_accepts_a_rendered_config(rendered: Path) -> None:
-    result = run_cli("validate", rendered, cwd=rendered.parent)
+    result = helpers.run_cli("validate", rendered, cwd=rendered.parent)
 
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{rendered}: valid\n"
@@ -184,11 +183,11 @@ def test_validate_reports_each_violation_as_yaml_path_and_message(
     traces["pathh"] = traces.pop("path")
     broken = write_config(tmp_path, parsed, "collector.yaml")
 
-    result = run_cli("validate", broken, cwd=tmp_path)
+    result = helpers.run_cli("validate", broken, cwd=tmp_path)
 
     assert result.returncode == 1
     assert result.stdout == ""
-    messages = dict(line.split(": ", 1) for line in error_lines(result.stderr))
+    messages = dict(line.split(": ", 1) for line in helpers.error_lines(result.stderr))
     assert set(messages) == {
         "exporters.otlp_http/backend.endpoint",
         "exporters.file/traces.path",
@@ -202,10 +201,10 @@ def test_validate_reports_graph_violations(rendered: Path, tmp_path: Path) -> No
     parsed["service"]["pipelines"]["traces/backend"]["exporters"] = ["otlp_http/elsewhere"]
     broken = write_config(tmp_path, parsed, "collector.yaml")
 
-    result = run_cli("validate", broken, cwd=tmp_path)
+    result = helpers.run_cli("validate", broken, cwd=tmp_path)
 
     assert result.returncode == 1
-    (message,) = error_lines(result.stderr)
+    (message,) = helpers.error_lines(result.stderr)
     assert message.startswith("service.pipelines.traces/backend.exporters[0]: ")
     assert "not defined" in message
 
@@ -218,11 +217,14 @@ def test_validate_checks_against_the_line_of_the_collector_version(
     legacy = job_dir / "otel" / "collector.yaml"
 
     assert (
-        run_cli("validate", legacy, "--collector-version", "0.141.0", cwd=job_dir).returncode == 0
+        helpers.run_cli(
+            "validate", legacy, "--collector-version", "0.141.0", cwd=job_dir
+        ).returncode
+        == 0
     )
-    against_current = run_cli("validate", legacy, cwd=job_dir)
+    against_current = helpers.run_cli("validate", legacy, cwd=job_dir)
     assert against_current.returncode == 1
-    paths = {line.split(": ", 1)[0] for line in error_lines(against_current.stderr)}
+    paths = {line.split(": ", 1)[0] for line in helpers.error_lines(against_current.stderr)}
     assert paths == {"connectors.spanmetrics", "exporters.otlphttp/backend"}
 
 
@@ -233,12 +235,12 @@ def test_validate_checks_against_the_line_of_the_collector_version(
 def test_validate_names_the_collector_version_flag(
     rendered: Path, collector_version: str, says: str
 ) -> None:
-    result = run_cli(
+    result = helpers.run_cli(
         "validate", rendered, "--collector-version", collector_version, cwd=rendered.parent
     )
 
     assert result.returncode == 1
-    (message,) = error_lines(result.stderr)
+    (message,) = helpers.error_lines(result.stderr)
     assert message.startswith("--collector-version: ") and says in message
 
 
@@ -246,18 +248,18 @@ def test_validate_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
     broken = tmp_path / "collector.yaml"
     broken.write_text("receivers:\n  otlp: protocols: {}\n", encoding="utf-8")
 
-    result = run_cli("validate", broken, cwd=tmp_path)
+    result = helpers.run_cli("validate", broken, cwd=tmp_path)
 
     assert result.returncode == 1
-    (message,) = error_lines(result.stderr)
+    (message,) = helpers.error_lines(result.stderr)
     assert message.startswith(f"{broken}:2: ")
 
 
 def test_validate_a_missing_file(tmp_path: Path) -> None:
-    result = run_cli("validate", "absent.yaml", cwd=tmp_path)
+    result = helpers.run_cli("validate", "absent.yaml", cwd=tmp_path)
 
     assert result.returncode == 1
-    (message,) = error_lines(result.stderr)
+    (message,) = helpers.error_lines(result.stderr)
     assert message.startswith("absent.yaml: ") and "cannot read" in message
 
 
@@ -265,7 +267,7 @@ def test_validate_a_missing_file(tmp_path: Path) -> None:
 
 
 def test_templates_lists_lines_ranges_and_combinations(tmp_path: Path) -> None:
-    result = run_cli("templates", cwd=tmp_path)
+    result = helpers.run_cli("templates", cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr
     rows = {line.split()[0]: line for line in result.stdout.splitlines()}
@@ -277,7 +279,7 @@ def test_templates_lists_lines_ranges_and_combinations(tmp_path: Path) -> None:
 
 
 def test_templates_json(tmp_path: Path) -> None:
-    result = run_cli("templates", "--json", cwd=tmp_path)
+    result = helpers.run_cli("templates", "--json", cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
@@ -315,14 +317,14 @@ def shell_assignments(stdout: str) -> dict[str, str]:
 def test_env_prints_the_merged_driver_env(
     env_config: Path, tmp_path: Path, flags: list[str], parse
 ) -> None:
-    result = run_cli(
+    result = helpers.run_cli(
         "env",
         env_config,
         "--gym-job-id",
         "gym-20261202-0001",
         *flags,
         cwd=tmp_path,
-        env=cli_env(WANDB_API_KEY="wandb-from-the-host"),
+        env=helpers.cli_env(WANDB_API_KEY="wandb-from-the-host"),
     )
 
     assert result.returncode == 0, result.stderr
@@ -343,20 +345,25 @@ def test_env_without_gym_telemetry_is_driver_env_only(
     example_mapping["driver"]["env"] = {"NEMO_GYM_LOG_LEVEL": "lit:DEBUG"}
     config = write_config(tmp_path, example_mapping)
 
-    result = run_cli("env", config, "--gym-job-id", "gym-7", "--json", cwd=tmp_path)
+    result = helpers.run_cli("env", config, "--gym-job-id", "gym-7", "--json", cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"NEMO_GYM_LOG_LEVEL": "DEBUG"}
 
 
 def test_env_with_an_unset_host_variable_names_the_key(env_config: Path, tmp_path: Path) -> None:
-    result = run_cli(
-        "env", env_config, "--gym-job-id", "gym-7", cwd=tmp_path, env=cli_env(WANDB_API_KEY=None)
+    result = helpers.run_cli(
+        "env",
+        env_config,
+        "--gym-job-id",
+        "gym-7",
+        cwd=tmp_path,
+        env=helpers.cli_env(WANDB_API_KEY=None),
     )
 
     assert result.returncode == 1
     assert result.stdout == ""
-    (message,) = error_lines(result.stderr)
+    (message,) = helpers.error_lines(result.stderr)
     assert message.startswith("driver.env.WANDB_API_KEY: ") and "export WANDB_API_KEY" in message
 
 
@@ -368,18 +375,18 @@ def ok_lines(config_label: str) -> set[str]:
 
 
 def test_check_passes_on_the_builtin_templates(tmp_path: Path) -> None:
-    result = run_cli("check", cwd=tmp_path)
+    result = helpers.run_cli("check", cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr
     assert set(result.stdout.splitlines()) == ok_lines("bundled example")
     assert result.stderr == ""
-    assert tree(tmp_path) == set()
+    assert helpers.tree(tmp_path) == set()
 
 
 def test_check_renders_the_configs_it_is_given(tmp_path: Path) -> None:
-    configs = [CONFIGS / "minimal.yaml", CONFIGS / "disaggregated.yaml"]
+    configs = [helpers.CONFIGS / "minimal.yaml", helpers.CONFIGS / "disaggregated.yaml"]
 
-    result = run_cli("check", *configs, cwd=tmp_path)
+    result = helpers.run_cli("check", *configs, cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr
     expected = ok_lines("bundled example").union(*(ok_lines(str(c)) for c in configs))
@@ -387,9 +394,9 @@ def test_check_renders_the_configs_it_is_given(tmp_path: Path) -> None:
 
 
 def test_check_fails_on_an_invalid_config(tmp_path: Path) -> None:
-    broken = REPO / "tests" / "data" / "malformed" / "02-unknown-otel-key.yaml"
+    broken = helpers.REPO / "tests" / "data" / "malformed" / "02-unknown-otel-key.yaml"
 
-    result = run_cli("check", broken, cwd=tmp_path)
+    result = helpers.run_cli("check", broken, cwd=tmp_path)
 
     assert result.returncode == 1
     assert set(result.stdout.splitlines()) == ok_lines("bundled example")
@@ -428,21 +435,23 @@ def test_check_fails_on_a_broken_override(tmp_path: Path, block: str, names: str
         OVERRIDE_FRONT_MATTER + block, encoding="utf-8"
     )
 
-    result = run_cli("check", "--template-dir", overrides, cwd=tmp_path)
+    result = helpers.run_cli("check", "--template-dir", overrides, cwd=tmp_path)
 
     assert result.returncode == 1
     assert set(result.stdout.splitlines()) == ok_lines("bundled example") - {
         "ok bundled example: current/file"
     }
-    (problem,) = error_lines(result.stderr.replace("nemo-gym-otel: 1 problem(s) found\n", ""))
+    (problem,) = helpers.error_lines(
+        result.stderr.replace("nemo-gym-otel: 1 problem(s) found\n", "")
+    )
     assert problem.startswith("bundled example: current/file: ") and names in problem
 
 
 def test_check_with_a_missing_template_dir(tmp_path: Path) -> None:
-    result = run_cli("check", "--template-dir", tmp_path / "absent", cwd=tmp_path)
+    result = helpers.run_cli("check", "--template-dir", tmp_path / "absent", cwd=tmp_path)
 
     assert result.returncode == 1
-    (message,) = error_lines(result.stderr)
+    (message,) = helpers.error_lines(result.stderr)
     assert message.startswith(f"{tmp_path / 'absent'}: ") and "--template-dir" in message
 
 
@@ -465,16 +474,16 @@ def test_check_with_a_missing_template_dir(tmp_path: Path) -> None:
     ids=lambda a: " ".join(a) or "no-arguments",
 )
 def test_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
-    result = run_cli(*args, cwd=tmp_path)
+    result = helpers.run_cli(*args, cwd=tmp_path)
 
     assert result.returncode == 2
     assert result.stdout == ""
     assert "usage: nemo-gym-otel" in result.stderr
-    assert tree(tmp_path) == set()
+    assert helpers.tree(tmp_path) == set()
 
 
 def test_help_lists_every_subcommand(tmp_path: Path) -> None:
-    result = run_cli("--help", cwd=tmp_path)
+    result = helpers.run_cli("--help", cwd=tmp_path)
 
     assert result.returncode == 0
     for command in ("render", "validate", "templates", "env", "check"):

@@ -16,10 +16,10 @@ import sys
 import types
 from pathlib import Path
 
+import helpers
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-GENERATOR = REPO / "tools" / "generate-collector-schemas"
+GENERATOR = helpers.REPO / "tools" / "generate-collector-schemas"
 # The exit code of tools/generate-collector-schemas when the module cache lacks its inputs.
 MISSING_INPUTS = 3
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import helpers
 import pytest
-from conftest import REPO, fixture_configs
-from render_helpers import COMBINATIONS, line_versions, render_variants
 
 from nemo_gym.orchestration.api import SubmitConfig
 
-GOLDEN = REPO / "tests" / "golden"
-CASES = [(name, path) for name, path in fixture_configs().items()]
+GOLDEN = helpers.REPO / "tests" / "golden"
+CASES = [(name, path) for name, path in helpers.fixture_configs().items()]
 
 
 def golden_path(config_name: str, line: str, combination: str) -> Path:
@@ -29,13 +28,13 @@ def test_rendered_output_matches_golden(
     config = SubmitConfig.from_yaml(path)
     update = request.config.getoption("--update-golden")
     mismatched = []
-    for line, combination, text in render_variants(config):
+    for line, combination, text in helpers.render_variants(config):
         target = golden_path(name, line, combination)
         if update:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
         elif not target.is_file() or target.read_text(encoding="utf-8") != text:
-            mismatched.append(str(target.relative_to(REPO)))
+            mismatched.append(str(target.relative_to(helpers.REPO)))
     assert not mismatched, (
         f"re-render differs from golden files (run with --update-golden and review): {mismatched}"
     )
@@ -44,12 +43,12 @@ def test_rendered_output_matches_golden(
 def test_every_line_and_combination_has_golden_files() -> None:
     expected = {
         golden_path(name, line, combination)
-        for name in fixture_configs()
-        for line in line_versions()
-        for combination in COMBINATIONS
+        for name in helpers.fixture_configs()
+        for line in helpers.line_versions()
+        for combination in helpers.COMBINATIONS
     }
     present = set(GOLDEN.glob("*/*/*.yaml"))
-    assert len(line_versions()) >= 2
+    assert len(helpers.line_versions()) >= 2
     assert expected == present, (
         f"missing: {sorted(expected - present)}; stale: {sorted(present - expected)}"
     )

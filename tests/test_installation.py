@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from importlib import resources
 
+import helpers
 import pytest
-from conftest import REPO
 
 PACKAGE = resources.files("nemo_gym.orchestration.executors.otel")
 
@@ -13,8 +13,8 @@ PACKAGE = resources.files("nemo_gym.orchestration.executors.otel")
 @pytest.mark.parametrize("folder", ["templates", "schemas"])
 def test_installed_resources_match_the_checkout(folder: str) -> None:
     checkout = {
-        p.relative_to(REPO / folder).as_posix(): p.read_bytes()
-        for p in (REPO / folder).rglob("*")
+        p.relative_to(helpers.REPO / folder).as_posix(): p.read_bytes()
+        for p in (helpers.REPO / folder).rglob("*")
         if p.is_file()
     }
     installed = {}

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import collector_corpus
+import helpers
 import pytest
 import yaml
-from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -31,7 +31,7 @@ from nemo_gym.orchestration.executors.otel._common.json_schema import (
 from nemo_gym.orchestration.executors.otel._common.resources import load_schema, schema_names
 from nemo_gym.orchestration.executors.otel._common.yaml_loader import parse_yaml
 
-GOLDEN = sorted((REPO / "tests" / "golden").glob("*/*/*.yaml"))
+GOLDEN = sorted((helpers.REPO / "tests" / "golden").glob("*/*/*.yaml"))
 COLLECTOR_SCHEMAS = [
     n for n in schema_names() if n.startswith("collector-") and "-components" not in n
 ]
@@ -56,7 +56,7 @@ def _agree(document: Any, schema_name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", GOLDEN, ids=lambda p: str(p.relative_to(REPO / "tests" / "golden"))
+    "path", GOLDEN, ids=lambda p: str(p.relative_to(helpers.REPO / "tests" / "golden"))
 )
 def test_golden_documents_agree(path: Path) -> None:
     document = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -220,7 +220,7 @@ def test_yaml_duplicates_are_refused_on_their_line(text: str, line: int) -> None
 
 
 @pytest.mark.parametrize(
-    "path", GOLDEN, ids=lambda p: str(p.relative_to(REPO / "tests" / "golden"))
+    "path", GOLDEN, ids=lambda p: str(p.relative_to(helpers.REPO / "tests" / "golden"))
 )
 def test_golden_yaml_matches_stock_pyyaml(path: Path) -> None:
     text = path.read_text(encoding="utf-8")

@@ -19,12 +19,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import helpers
 import pytest
 import yaml
-from cli_helpers import cli_env, error_lines, run_cli, tree
-from conftest import REPO
 
-MALFORMED = REPO / "tests" / "data" / "malformed"
+MALFORMED = helpers.REPO / "tests" / "data" / "malformed"
 CASES = sorted(MALFORMED.glob("*.yaml"))
 _KEYS = {"path", "says", "absent", "benchmark", "job_dir"}
 
@@ -53,9 +52,9 @@ def test_render_refuses_naming_the_key_and_writes_nothing(case: Path, tmp_path: 
     config.parent.mkdir()
     shutil.copyfile(case, config)
     job_dir = expected.get("job_dir", "{tmp}/runs/gym-1/aime25").replace("{tmp}", str(tmp_path))
-    before = tree(tmp_path)
+    before = helpers.tree(tmp_path)
 
-    result = run_cli(
+    result = helpers.run_cli(
         "render",
         config,
         "--benchmark",
@@ -63,12 +62,12 @@ def test_render_refuses_naming_the_key_and_writes_nothing(case: Path, tmp_path: 
         "--job-dir",
         job_dir,
         cwd=tmp_path,
-        env=cli_env(OTEL_TOKEN="token-is-set"),
+        env=helpers.cli_env(OTEL_TOKEN="token-is-set"),
     )
 
     assert result.returncode == 1, result.stderr
     assert result.stdout == ""
-    (message,) = error_lines(result.stderr)
+    (message,) = helpers.error_lines(result.stderr)
     path = expected["path"]
     if path.startswith(case.name):
         path = str(config.parent / path)
@@ -76,5 +75,5 @@ def test_render_refuses_naming_the_key_and_writes_nothing(case: Path, tmp_path: 
     assert expected["says"] in message
     if "absent" in expected:
         assert expected["absent"] not in result.stderr
-    assert tree(tmp_path) == before
+    assert helpers.tree(tmp_path) == before
     assert not (tmp_path / "runs").exists()

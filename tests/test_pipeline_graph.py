@@ -9,17 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import helpers
 import pytest
 import yaml
-from conftest import fixture_configs
-from render_helpers import render_variants
 
 from nemo_gym.orchestration.api import SubmitConfig
 
 CASES = [
     (name, line, combination, text)
-    for name, path in fixture_configs().items()
-    for line, combination, text in render_variants(SubmitConfig.from_yaml(Path(path)))
+    for name, path in helpers.fixture_configs().items()
+    for line, combination, text in helpers.render_variants(SubmitConfig.from_yaml(Path(path)))
 ]
 IDS = [f"{name}-{line}-{combination}" for name, line, combination, _ in CASES]
 
@@ -73,7 +72,8 @@ def test_token_only_on_the_backend_path(name: str, line: str, combination: str, 
     processors = config["processors"]
     stamping = {p for p, body in processors.items() if _sets_authorization(p, body)}
     paths = list(walk(config))
-    to_backend = [(s, p) for s, e, p in paths if e.split("/")[0] in ("otlp_http", "otlphttp")]
+    backend_type = helpers.line_metadata()[line]["names"]["otlp_http"]
+    to_backend = [(s, p) for s, e, p in paths if e.split("/")[0] == backend_type]
     to_files = [(s, p) for s, e, p in paths if e.split("/")[0] == "file"]
 
     assert bool(to_backend) == ("otlp_http" in combination)

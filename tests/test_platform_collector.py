@@ -11,11 +11,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import helpers
 import pytest
 import yaml
-from conftest import fixture_configs
 from platform_corpus import COMPONENTS, override_with_filter, schema, type_name
-from render_helpers import job_dir, line_versions, variant
 from support.otelcol import collector_binary, run_validate
 
 from nemo_gym.orchestration.api import SubmitConfig
@@ -23,7 +22,7 @@ from nemo_gym.orchestration.executors.otel import render_collector_config
 
 pytestmark = pytest.mark.collector
 
-LINES = tuple(line_versions())
+LINES = tuple(helpers.line_versions())
 SECTIONS = ("receivers", "processors", "exporters", "connectors", "extensions")
 
 
@@ -59,11 +58,11 @@ def test_an_override_with_a_filter_processor_renders_and_validates(
     (templates / line / "otlp_http+file.yaml.j2").write_text(
         override_with_filter(line), encoding="utf-8"
     )
-    example = SubmitConfig.from_yaml(fixture_configs()["example"])
-    config = variant(example, line_versions()[line], "otlp_http+file")
+    example = SubmitConfig.from_yaml(helpers.EXAMPLE)
+    config = helpers.variant(example, helpers.line_versions()[line], "otlp_http+file")
     benchmark = next(iter(config.driver.benchmarks))
     text = render_collector_config(
-        config, benchmark, job_dir(config, benchmark), template_dirs=[templates]
+        config, benchmark, helpers.job_dir(config, benchmark), template_dirs=[templates]
     )
     rendered = yaml.safe_load(text)
     assert "filter/drop_debug" in rendered["processors"]

@@ -11,6 +11,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import helpers
 import pytest
 import yaml
 from collector_corpus import (
@@ -23,14 +24,18 @@ from collector_corpus import (
     rendered_cases,
     stricter_reason,
 )
-from render_helpers import line_versions
 from support.otelcol import collector_binary, run_validate
 
-from nemo_gym.orchestration.executors.otel import CollectorConfigError, validate_collector_config
+from nemo_gym.orchestration.api import SubmitConfig
+from nemo_gym.orchestration.executors.otel import (
+    CollectorConfigError,
+    render_collector_config,
+    validate_collector_config,
+)
 
 pytestmark = pytest.mark.collector
 
-LINES = tuple(line_versions())
+LINES = tuple(helpers.line_versions())
 # Each line's platform collector: the templates' components and those platform teams add.
 PLATFORM = {line: f"{line}-platform" for line in LINES}
 # Each line's output on each line's binary, as the README's table of lines states it:
@@ -65,7 +70,7 @@ def _validate_each(
 
 def _package_accepts(case: Case) -> bool:
     try:
-        validate_collector_config(case.text, line_versions()[case.line])
+        validate_collector_config(case.text, helpers.line_versions()[case.line])
     except CollectorConfigError:
         return False
     return True
@@ -160,3 +165,31 @@ def test_package_and_collector_agree_on_the_corpus(
     assert listed_seen == set(STRICTER_ON_PURPOSE) | set(NOT_JUDGED_BY_SCHEMA), (
         "a listed case left the corpus"
     )
+
+
+def test_a_line_added_by_override_works_on_the_real_collector(
+    binaries: dict[str, Path], tmp_path: Path
+) -> None:
+    """The README's promise to an older cluster: a platform team adds a line by override (its
+    own line.yaml with the old component names, reusing the built-in legacy schema), and every
+    combination renders, passes the package's checks, validates through the same line, and is
+    accepted by the real collector's ``validate``."""
+    overrides = tmp_path / "templates"
+    helpers.add_line(overrides, "older", "0.120.0", "0.130.0")
+    config = SubmitConfig.from_yaml(helpers.EXAMPLE)
+    benchmark = next(iter(config.driver.benchmarks))
+    runs = []
+    for combination in helpers.COMBINATIONS:
+        text = render_collector_config(
+            helpers.variant(config, "0.125.0", combination),
+            benchmark,
+            helpers.job_dir(config, benchmark),
+            template_dirs=[overrides],
+        )
+        assert "line older" in text.splitlines()[1]
+        validate_collector_config(text, "0.125.0", template_dirs=[overrides])
+        runs.append((binaries["legacy"], text))
+    for combination, result in zip(
+        helpers.COMBINATIONS, _validate_each(runs, tmp_path), strict=True
+    ):
+        assert result.returncode == 0, f"older/{combination}: {result.stderr[-2000:]}"

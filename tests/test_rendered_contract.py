@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import re
 
+import helpers
 import pytest
 import yaml
-from conftest import REPO
-from render_helpers import job_dir, render_variants
 
 from nemo_gym.orchestration.api import SubmitConfig
 
-CONFIG = SubmitConfig.from_yaml(REPO / "examples" / "submit.yaml")
-CASES = list(render_variants(CONFIG))
+CONFIG = SubmitConfig.from_yaml(helpers.REPO / "examples" / "submit.yaml")
+CASES = list(helpers.render_variants(CONFIG))
 IDS = [f"{line}-{combination}" for line, combination, _ in CASES]
 SIGNALS = ("traces", "metrics", "logs")
 
@@ -24,7 +23,8 @@ def of_type(section: dict, type_name: str) -> dict:
 
 
 def _type_names(line: str) -> tuple[str, str]:
-    return ("otlp_http", "span_metrics") if line == "current" else ("otlphttp", "spanmetrics")
+    names = helpers.line_metadata()[line]["names"]
+    return names["otlp_http"], names["span_metrics"]
 
 
 @pytest.mark.parametrize(("line", "combination", "text"), CASES, ids=IDS)
@@ -111,7 +111,7 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
     assert ("file" in combination) == any(k.startswith("file/") for k in exporters)
     assert ("otlp_http" in combination) == (f"{otlp_http_type}/backend" in exporters)
     if "file" in combination:
-        base = job_dir(CONFIG, "aime25")
+        base = helpers.job_dir(CONFIG, "aime25")
         for signal in SIGNALS:
             assert exporters[f"file/{signal}"] == {
                 "path": f"{base}/otel/{signal}.jsonl",
@@ -142,8 +142,8 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
 
 
 def test_no_prometheus_receiver_without_targets() -> None:
-    config = SubmitConfig.from_yaml(REPO / "tests" / "data" / "configs" / "minimal.yaml")
-    for _, _, text in render_variants(config):
+    config = SubmitConfig.from_yaml(helpers.REPO / "tests" / "data" / "configs" / "minimal.yaml")
+    for _, _, text in helpers.render_variants(config):
         parsed = yaml.safe_load(text)
         assert "prometheus" not in parsed["receivers"]
         assert "prometheus" not in parsed["service"]["pipelines"]["metrics/ingest"]["receivers"]
@@ -152,8 +152,10 @@ def test_no_prometheus_receiver_without_targets() -> None:
 
 
 def test_listen_host_and_fast_scrape() -> None:
-    config = SubmitConfig.from_yaml(REPO / "tests" / "data" / "configs" / "disaggregated.yaml")
-    for _, _, text in render_variants(config):
+    config = SubmitConfig.from_yaml(
+        helpers.REPO / "tests" / "data" / "configs" / "disaggregated.yaml"
+    )
+    for _, _, text in helpers.render_variants(config):
         parsed = yaml.safe_load(text)
         assert parsed["extensions"]["health_check"]["endpoint"] == "[::1]:13133"
         assert parsed["receivers"]["otlp"]["protocols"]["http"]["endpoint"] == "[::1]:4318"

@@ -15,8 +15,8 @@ import stat
 import subprocess
 from pathlib import Path
 
+import helpers
 import pytest
-from cli_helpers import cli_env, error_lines, run_cli
 
 from nemo_gym.orchestration.executors.otel import (
     COLLECTOR_HEALTH_PORT,
@@ -123,7 +123,9 @@ def test_fragment_passes_hostile_paths_as_single_words(
     _stub(bin_dir, "srun", f'printf "%s\\n" "$@" > {tmp_path}/srun-args; exit 3')
     config = _config(example_mapping, binary=str(bin_dir / "otelcol-contrib"))
     fragment = collector_step_script(config, "aime25", job_dir)
-    env = cli_env(PATH=f"{bin_dir}:{os.environ['PATH']}", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n")
+    env = helpers.cli_env(
+        PATH=f"{bin_dir}:{os.environ['PATH']}", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n"
+    )
     result = _bash(
         f"set -euo pipefail\n{fragment}\notel_collector_start || echo rc=$?", cwd=tmp_path, env=env
     )
@@ -167,7 +169,7 @@ def test_start_refuses_before_reaching_slurm(
     if missing != "config":
         (job_dir / "otel" / "collector.yaml").write_text("{}\n", encoding="utf-8")
     config = _config(example_mapping, binary="otelcol-contrib")
-    env = cli_env(
+    env = helpers.cli_env(
         PATH=f"{bin_dir}:/usr/bin:/bin",
         SLURM_JOB_ID=None if missing == "job" else "7",
         OTEL_TOKEN="" if missing == "token" else "t0k3n",
@@ -182,7 +184,7 @@ def test_start_refuses_before_reaching_slurm(
 
 def test_stop_without_start_says_so(example_mapping: dict, tmp_path: Path) -> None:
     fragment = collector_step_script(SubmitConfig.from_dict(example_mapping), "aime25", JOB_DIR)
-    result = _bash(f"set -eu\n{fragment}\notel_collector_stop", cwd=tmp_path, env=cli_env())
+    result = _bash(f"set -eu\n{fragment}\notel_collector_stop", cwd=tmp_path, env=helpers.cli_env())
     assert result.returncode == 1
     assert result.stderr.strip() == (
         "otel_collector_stop: no collector was started by otel_collector_start"
@@ -192,13 +194,15 @@ def test_stop_without_start_says_so(example_mapping: dict, tmp_path: Path) -> No
 def test_cli_step_prints_the_fragment_and_the_json(tmp_path: Path) -> None:
     repo = Path(__file__).resolve().parents[1]
     example = repo / "examples" / "submit.yaml"
-    script = run_cli("step", example, "--benchmark", "aime25", "--job-dir", JOB_DIR, cwd=tmp_path)
+    script = helpers.run_cli(
+        "step", example, "--benchmark", "aime25", "--job-dir", JOB_DIR, cwd=tmp_path
+    )
     assert script.returncode == 0, script.stderr
     assert script.stdout == collector_step_script(
         SubmitConfig.from_yaml(example), "aime25", JOB_DIR
     )
     assert subprocess.run(["bash", "-n"], input=script.stdout, text=True).returncode == 0
-    as_json = run_cli(
+    as_json = helpers.run_cli(
         "step", example, "--benchmark", "aime25", "--job-dir", JOB_DIR, "--json", cwd=tmp_path
     )
     assert as_json.returncode == 0, as_json.stderr
@@ -211,10 +215,14 @@ def test_cli_step_prints_the_fragment_and_the_json(tmp_path: Path) -> None:
 
 def test_cli_step_names_the_flag_it_refuses(tmp_path: Path) -> None:
     example = Path(__file__).resolve().parents[1] / "examples" / "submit.yaml"
-    result = run_cli("step", example, "--benchmark", "nope", "--job-dir", JOB_DIR, cwd=tmp_path)
+    result = helpers.run_cli(
+        "step", example, "--benchmark", "nope", "--job-dir", JOB_DIR, cwd=tmp_path
+    )
     assert result.returncode == 1
-    assert error_lines(result.stderr)[0].startswith("--benchmark: ")
-    relative = run_cli("step", example, "--benchmark", "aime25", "--job-dir", "rel", cwd=tmp_path)
+    assert helpers.error_lines(result.stderr)[0].startswith("--benchmark: ")
+    relative = helpers.run_cli(
+        "step", example, "--benchmark", "aime25", "--job-dir", "rel", cwd=tmp_path
+    )
     assert relative.returncode == 1
-    assert error_lines(relative.stderr)[0].startswith("--job-dir: ")
+    assert helpers.error_lines(relative.stderr)[0].startswith("--job-dir: ")
     assert list(tmp_path.iterdir()) == []

@@ -6,9 +6,9 @@ import json
 import os
 from pathlib import Path
 
+import helpers
 import pytest
 import yaml
-from conftest import REPO
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors.otel import (
@@ -76,7 +76,7 @@ def test_unsupported_collector_version_lists_the_ranges(example_mapping: dict) -
 def test_override_replaces_the_builtin_of_the_same_name(
     tmp_path: Path, config: SubmitConfig
 ) -> None:
-    builtin = (REPO / "templates" / "current" / "otlp_http+file.yaml.j2").read_text(
+    builtin = (helpers.REPO / "templates" / "current" / "otlp_http+file.yaml.j2").read_text(
         encoding="utf-8"
     )
     write(
@@ -185,7 +185,7 @@ def test_sandbox_blocks_python_internals(tmp_path: Path, config: SubmitConfig) -
 def test_template_demanding_a_newer_package_names_both_versions(
     tmp_path: Path, config: SubmitConfig
 ) -> None:
-    builtin = (REPO / "templates" / "current" / "otlp_http+file.yaml.j2").read_text(
+    builtin = (helpers.REPO / "templates" / "current" / "otlp_http+file.yaml.j2").read_text(
         encoding="utf-8"
     )
     write(
@@ -237,40 +237,10 @@ def test_the_collector_range_comes_from_line_yaml_not_front_matter(
         render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
 
 
-LINE_YAML = "collector_min: {low}\ncollector_max: {high}\nschema: {schema}\nnames:\n{names}"
-LEGACY_NAMES = "  otlp_http: otlphttp\n  span_metrics: spanmetrics\n"
-
-
-def add_line(
-    root: Path,
-    name: str,
-    low: str,
-    high: str,
-    schema: str = "collector-legacy.schema.json",
-    names: str = LEGACY_NAMES,
-) -> None:
-    """A line folder: its line.yaml and the three combinations, each extending the skeleton."""
-    write(
-        root, f"{name}/line.yaml", LINE_YAML.format(low=low, high=high, schema=schema, names=names)
-    )
-    for combination, destinations in (
-        ("otlp_http+file", '["otlp_http", "file"]'),
-        ("otlp_http", '["otlp_http"]'),
-        ("file", '["file"]'),
-    ):
-        write(
-            root,
-            f"{name}/{combination}.yaml.j2",
-            front_matter()
-            + '{% extends "_base/collector.yaml.j2" %}\n'
-            + f"{{% set destinations = {destinations} %}}\n",
-        )
-
-
 def test_a_line_added_by_override_renders_with_its_own_names_and_a_builtin_schema(
     tmp_path: Path, example_mapping: dict
 ) -> None:
-    add_line(tmp_path, "older", "0.120.0", "0.130.0")
+    helpers.add_line(tmp_path, "older", "0.120.0", "0.130.0")
     text = render_collector_config(
         with_otel(example_mapping, collector_version="0.125.0"),
         "aime25",
@@ -289,8 +259,10 @@ def test_a_line_added_by_override_may_bring_its_own_schema(
 ) -> None:
     """The schema beside the line's templates is the one that judges its output: one that
     refuses the batch processor makes the render fail there."""
-    add_line(tmp_path, "older", "0.120.0", "0.130.0", schema="older.schema.json")
-    schema = json.loads((REPO / "schemas" / "collector-legacy.schema.json").read_text("utf-8"))
+    helpers.add_line(tmp_path, "older", "0.120.0", "0.130.0", schema="older.schema.json")
+    schema = json.loads(
+        (helpers.REPO / "schemas" / "collector-legacy.schema.json").read_text("utf-8")
+    )
     schema["$id"] = "https://nemo-gym-otel.invalid/schemas/older.schema.json"
     schema["properties"]["processors"]["patternProperties"].pop("^batch(/[^\\s]+)?$")
     write(tmp_path, "older/older.schema.json", json.dumps(schema))
@@ -306,11 +278,13 @@ def test_a_line_added_by_override_may_bring_its_own_schema(
         (None, "no line.yaml"),
         ("collector_min: 0.120.0\n", "lacks collector_max, schema, names"),
         (
-            LINE_YAML.format(low="0.120.0", high="0.130.0", schema="nope.json", names=LEGACY_NAMES),
+            helpers.LINE_YAML.format(
+                low="0.120.0", high="0.130.0", schema="nope.json", names=helpers.LEGACY_NAMES
+            ),
             "neither beside",
         ),
         (
-            LINE_YAML.format(
+            helpers.LINE_YAML.format(
                 low="0.120.0",
                 high="0.130.0",
                 schema="collector-legacy.schema.json",
@@ -319,17 +293,20 @@ def test_a_line_added_by_override_may_bring_its_own_schema(
             "must map exactly otlp_http, span_metrics",
         ),
         (
-            LINE_YAML.format(
-                low="old", high="0.130.0", schema="collector-legacy.schema.json", names=LEGACY_NAMES
+            helpers.LINE_YAML.format(
+                low="old",
+                high="0.130.0",
+                schema="collector-legacy.schema.json",
+                names=helpers.LEGACY_NAMES,
             ),
             "not a release",
         ),
         (
-            LINE_YAML.format(
+            helpers.LINE_YAML.format(
                 low="0.150.0",
                 high="0.160.0",
                 schema="collector-legacy.schema.json",
-                names=LEGACY_NAMES,
+                names=helpers.LEGACY_NAMES,
             ),
             "overlaps",
         ),
@@ -338,7 +315,7 @@ def test_a_line_added_by_override_may_bring_its_own_schema(
 def test_bad_line_yaml(
     tmp_path: Path, config: SubmitConfig, line_yaml: str | None, message: str
 ) -> None:
-    add_line(tmp_path, "older", "0.120.0", "0.130.0")
+    helpers.add_line(tmp_path, "older", "0.120.0", "0.130.0")
     if line_yaml is None:
         (tmp_path / "older" / "line.yaml").unlink()
     else:
@@ -354,10 +331,10 @@ def test_missing_template_dir_is_an_error(config: SubmitConfig, tmp_path: Path) 
 
 def test_combination_templates_share_one_skeleton() -> None:
     """No receivers, processors or pipelines block is written twice: combinations only extend."""
-    for template in (REPO / "templates").glob("*/*.yaml.j2"):
+    for template in (helpers.REPO / "templates").glob("*/*.yaml.j2"):
         body = template.read_text(encoding="utf-8")
         if template.parent.name == "_base":
             continue
         for section in ("receivers:", "processors:", "pipelines:", "exporters:"):
-            assert section not in body, f"{template.relative_to(REPO)} repeats {section}"
+            assert section not in body, f"{template.relative_to(helpers.REPO)} repeats {section}"
         assert "{% extends" in body

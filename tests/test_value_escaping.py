@@ -10,13 +10,12 @@ from __future__ import annotations
 import copy
 import string
 
+import helpers
 import pytest
 import yaml
 from collector_expansion import expand_tree
-from conftest import REPO, load_mapping
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from render_helpers import line_versions
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors.otel import SubmitConfigError, render_collector_config
@@ -92,7 +91,7 @@ def _attributes(parsed: dict) -> dict:
     service_name=user_text,
     component=user_text,
     url_path=user_text.map(lambda s: "".join("_" if c.isspace() else c for c in s)),
-    line=st.sampled_from(sorted(line_versions())),
+    line=st.sampled_from(sorted(helpers.line_versions())),
 )
 def test_user_strings_survive_rendering_and_collector_expansion(
     example_mapping: dict,
@@ -113,7 +112,7 @@ def test_user_strings_survive_rendering_and_collector_expansion(
         service_name=service_name,
         component=component,
         endpoint=f"https://otlp.example.internal/{url_path}",
-        collector_version=line_versions()[line],
+        collector_version=helpers.line_versions()[line],
     )
     config = SubmitConfig.from_dict(mapping)
     # The benchmark's folder: a path segment, so no "/" and never "." or ".." (both refused).
@@ -182,7 +181,7 @@ def test_dot_segments_in_the_job_dir_are_refused(example_mapping: dict, bench_di
 
 def test_hostile_fixture_reaches_collector_verbatim() -> None:
     """The hand-picked hostile config, checked value by value against its own source file."""
-    source = load_mapping(REPO / "tests" / "data" / "configs" / "hostile.yaml")
+    source = helpers.load_mapping(helpers.REPO / "tests" / "data" / "configs" / "hostile.yaml")
     config = SubmitConfig.from_dict(source)
     benchmark = next(iter(source["driver"]["benchmarks"]))
     bench_dir = f"{source['job']['output_path']}/g1/{benchmark}"

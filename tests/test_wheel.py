@@ -19,10 +19,9 @@ import zipfile
 from importlib.metadata import version
 from pathlib import Path
 
+import helpers
 import pytest
 import yaml
-from cli_helpers import cli_env, run_cli
-from conftest import REPO
 
 PACKAGE = "nemo_gym/orchestration/executors/otel"
 
@@ -31,7 +30,7 @@ def _run(*args: str | Path, cwd: Path) -> str:
     result = subprocess.run(
         list(map(str, args)),
         cwd=cwd,
-        env=cli_env(PYTHONPATH=None),
+        env=helpers.cli_env(PYTHONPATH=None),
         capture_output=True,
         text=True,
         timeout=300,
@@ -51,7 +50,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "--no-isolation",
         "--outdir",
         dist,
-        REPO,
+        helpers.REPO,
         cwd=dist,
     )
     (built,) = dist.glob("nemo_gym_otel-*-py3-none-any.whl")
@@ -85,10 +84,11 @@ def test_wheel_holds_the_resources_and_no_namespace_init(wheel: Path) -> None:
         f"{PACKAGE}/schemas/submit-config.schema.json",
     ):
         assert required in names, required
-    for line in ("legacy", "current"):
-        for combination in ("otlp_http+file", "otlp_http", "file"):
+    for line, meta in helpers.line_metadata().items():
+        assert f"{PACKAGE}/templates/{line}/line.yaml" in names
+        assert f"{PACKAGE}/schemas/{meta['schema']}" in names
+        for combination in helpers.COMBINATIONS:
             assert f"{PACKAGE}/templates/{line}/{combination}.yaml.j2" in names
-            assert f"{PACKAGE}/schemas/collector-{line}.schema.json" in names
     for namespace in ("nemo_gym", "nemo_gym/orchestration", "nemo_gym/orchestration/executors"):
         assert f"{namespace}/__init__.py" not in names, f"{namespace} must stay a namespace package"
 
@@ -96,7 +96,7 @@ def test_wheel_holds_the_resources_and_no_namespace_init(wheel: Path) -> None:
 def test_installed_wheel_renders_from_outside_the_checkout(venv: Path, tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    assert REPO not in outside.parents
+    assert helpers.REPO not in outside.parents
     located = _run(
         venv / "bin" / "python",
         "-c",
@@ -107,11 +107,11 @@ def test_installed_wheel_renders_from_outside_the_checkout(venv: Path, tmp_path:
     for path in located:
         assert Path(path).is_relative_to(venv), f"{path} is not inside the new venv"
 
-    config = shutil.copyfile(REPO / "examples" / "submit.yaml", outside / "submit.yaml")
+    config = shutil.copyfile(helpers.REPO / "examples" / "submit.yaml", outside / "submit.yaml")
     job_dir = outside / "runs" / "gym-demo" / "aime25"
     cli = venv / "bin" / "nemo-gym-otel"
-    env = cli_env(OTEL_TOKEN="token-for-the-wheel-test", PYTHONPATH=None)
-    result = run_cli(
+    env = helpers.cli_env(OTEL_TOKEN="token-for-the-wheel-test", PYTHONPATH=None)
+    result = helpers.run_cli(
         "render",
         config,
         "--benchmark",
@@ -133,4 +133,4 @@ def test_installed_wheel_renders_from_outside_the_checkout(venv: Path, tmp_path:
     assert wheel_version == f"nemo_gym_otel-{version('nemo-gym-otel')}.dist-info"
     assert f"nemo-gym-otel {version('nemo-gym-otel')}" in text.splitlines()[0]
     # The bundled example, too, is read from inside the installed package.
-    assert run_cli("check", cwd=outside, env=env, cli=cli).returncode == 0
+    assert helpers.run_cli("check", cwd=outside, env=env, cli=cli).returncode == 0

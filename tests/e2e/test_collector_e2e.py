@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import helpers
 import pytest
 from support.e2e_job import (
     CLUSTER,
@@ -35,7 +36,7 @@ from support.otelcol import collector_binary
 
 pytestmark = pytest.mark.collector
 
-LINES = ("legacy", "current")
+LINES = tuple(helpers.line_metadata())
 COMBINATIONS = {
     "otlp_http+file": ("otlp_http", "file"),
     "otlp_http": ("otlp_http",),

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import helpers
 import pytest
 import yaml
 
@@ -44,7 +45,7 @@ from nemo_gym.orchestration.executors.otel import (
 
 from .e2e_backend import OtlpBackend, RoutingProxy
 from .e2e_otlp import SIGNALS, comparable, read_jsonl
-from .e2e_services import REPO, FixtureExporter, ModelService
+from .e2e_services import FixtureExporter, ModelService
 
 PRODUCER_SCRIPT = Path(__file__).with_name("e2e_producer.py")
 TOKEN_ENV = "E2E_INGEST_TOKEN"
@@ -82,7 +83,9 @@ SCRAPE_JOBS = ("gym-vllm/policy", "gym-vllm/judge", "dcgm", "node")
 
 def collector_release(line: str) -> str:
     """The release a line's binary is built at (its manifest's ``dist.version``)."""
-    manifest = yaml.safe_load((REPO / "collector" / line / "manifest.yaml").read_text("utf-8"))
+    manifest = yaml.safe_load(
+        (helpers.REPO / "collector" / line / "manifest.yaml").read_text("utf-8")
+    )
     return str(manifest["dist"]["version"])
 
 

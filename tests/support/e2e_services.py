@@ -2,24 +2,20 @@
 
 The model service is real ``prometheus_client`` in a registry of its own, holding vLLM's metric
 names (a gauge, a counter and a histogram), served by ``prometheus_client``'s own HTTP server.
-The DCGM exporter and node_exporter serve the realistic expositions in ``shared/fixtures``.
+The DCGM exporter and node_exporter serve the realistic expositions in ``tests/data/expositions``.
 Everything listens on 127.0.0.1 on a port the kernel picks.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
+import helpers
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 
-REPO = Path(__file__).resolve().parents[2]
-# In a checkout and in CI alike, the repository's parent folder holds shared/fixtures.
-FIXTURES = Path(os.environ.get("NEMO_GYM_OTEL_FIXTURES", REPO.parent / "shared" / "fixtures"))
 TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
 
 # vLLM's names; the collector must deliver them as vllm_<rest>, types intact.
@@ -130,7 +126,7 @@ class FixtureExporter:
     """An exporter (DCGM, node_exporter, ...) serving one fixture exposition at ``/metrics``."""
 
     def __init__(self, fixture: str) -> None:
-        self.path = FIXTURES / fixture
+        self.path = helpers.EXPOSITIONS / fixture
         self.text = self.path.read_text(encoding="utf-8")
         payload = self.text.encode()
         self.scrapes = 0

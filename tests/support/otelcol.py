@@ -11,10 +11,10 @@ import os
 import subprocess
 from pathlib import Path
 
+import helpers
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-BUILD = REPO / "tools" / "build-otelcol"
+BUILD = helpers.REPO / "tools" / "build-otelcol"
 
 
 def collector_lines() -> list[str]:

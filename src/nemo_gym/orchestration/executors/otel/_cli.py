@@ -82,7 +82,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     except UnicodeDecodeError:
         raise CollectorConfigError([Violation(str(path), "is not UTF-8 text")]) from None
     with _named_as_flags({"otel.collector_version": "--collector-version"}):
-        validate_collector_config(text, args.collector_version, source=str(path))
+        validate_collector_config(
+            text, args.collector_version, source=str(path), template_dirs=args.template_dir
+        )
     print(f"{path}: valid")
     return EXIT_OK
 
@@ -209,6 +211,7 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument(
         "--collector-version", metavar="V", help="release the file is for (default: newest line)"
     )
+    template_dirs(validate)
     validate.set_defaults(run=_cmd_validate)
 
     listing = commands.add_parser("templates", help="list template lines and combinations")

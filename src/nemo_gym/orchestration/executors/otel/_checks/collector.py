@@ -8,7 +8,8 @@ any collector YAML, hand-written too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._common.errors import CollectorConfigError, Violation
@@ -40,16 +41,21 @@ def check_collector_config(config: Any, line: Line, source: str = "collector con
 
 
 def validate_collector_config(
-    text: str, collector_version: str | None = None, *, source: str = "collector config"
+    text: str,
+    collector_version: str | None = None,
+    *,
+    source: str = "collector config",
+    template_dirs: Sequence[str | os.PathLike[str]] | None = None,
 ) -> None:
     """Check collector YAML against the schema of the line for ``collector_version``.
 
-    None checks against the newest line. Raises :class:`CollectorConfigError` with every
+    None checks against the newest line. The lines are those rendering sees: ``template_dirs``
+    (else ``NEMO_GYM_OTEL_TEMPLATE_PATH``) before the built-in ones. Raises :class:`CollectorConfigError` with every
     violation, one per line as ``<yaml path>: <message>``; a YAML syntax error names its line.
     """
     from .._common.yaml_loader import parse_yaml
 
-    line = template_set(search_path([])).line_for(collector_version)
+    line = template_set(search_path(template_dirs)).line_for(collector_version)
     parsed = parse_yaml(
         text, source, lambda path, message: CollectorConfigError([Violation(path, message)], source)
     )

@@ -3,7 +3,7 @@
 Parsing happens in three steps, each with its own kind of message: the strict input schema
 (unknown keys, types, formats), the conversion into dataclasses (defaults filled in, so nothing
 downstream needs ``.get``), and the rules that need more than one key or more than a schema
-(:mod:`.rules`). A ``SubmitConfig`` that exists has passed all three.
+(:mod:`.rules`, run by ``__post_init__``): a ``SubmitConfig`` that exists obeys them all.
 """
 
 from __future__ import annotations
@@ -107,13 +107,18 @@ class SubmitConfig:
     job: Job
     otel: Otel
 
+    def __post_init__(self) -> None:
+        """Every rule that needs only the config holds for every instance, including copies
+        made with ``dataclasses.replace``."""
+        check_config_rules(self)
+
     @property
     def cluster(self) -> str:
         return self.compute.name
 
     @classmethod
     def from_dict(cls, mapping: Mapping[str, Any]) -> SubmitConfig:
-        """Check ``mapping`` against the submit-config schema, then build and cross-check it.
+        """Check ``mapping`` against the submit-config schema, then build it (which runs the rules).
 
         Raises :class:`SubmitConfigError` whose ``violations`` list every schema problem found,
         or the first rule of :mod:`.rules` the config breaks.
@@ -124,9 +129,7 @@ class SubmitConfig:
         problems = violations(_plain(mapping), _SUBMIT_SCHEMA)
         if problems:
             raise SubmitConfigError.of(problems)
-        config = _build(mapping)
-        check_config_rules(config)
-        return config
+        return _build(mapping)
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str]) -> SubmitConfig:

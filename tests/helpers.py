@@ -1,0 +1,157 @@
+"""What the tests share: the repository's files, rendering every line x combination, and the CLI.
+
+Imported as a module (``import helpers``), so a reader sees where each name comes from. The
+repository root is defined here and nowhere else; the benchmarks import it too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nemo_gym.orchestration.api import SubmitConfig
+from nemo_gym.orchestration.executors.otel import render_collector_config
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data"
+CONFIGS = DATA / "configs"
+EXPOSITIONS = DATA / "expositions"  # what the DCGM exporter, node_exporter and vLLM serve
+EXAMPLE = REPO / "examples" / "submit.yaml"
+COMBINATIONS = ("otlp_http+file", "otlp_http", "file")
+
+
+def load_mapping(path: Path) -> Any:
+    with path.open(encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def fixture_configs() -> dict[str, Path]:
+    """Every submit config the golden and property tests render, by a short name."""
+    return {"example": EXAMPLE, **{p.stem: p for p in sorted(CONFIGS.glob("*.yaml"))}}
+
+
+# -- template lines ----------------------------------------------------------------------------
+
+
+def line_metadata() -> dict[str, dict[str, Any]]:
+    """Each built-in line's ``line.yaml``, by line name: the one place a line is described."""
+    return {
+        path.parent.name: load_mapping(path)
+        for path in sorted((REPO / "templates").glob("*/line.yaml"))
+    }
+
+
+def line_versions() -> dict[str, str]:
+    """Each built-in line and the lowest collector release its ``line.yaml`` claims."""
+    return {name: str(meta["collector_min"]) for name, meta in line_metadata().items()}
+
+
+LINE_YAML = "collector_min: {low}\ncollector_max: {high}\nschema: {schema}\nnames:\n{names}"
+LEGACY_NAMES = "  otlp_http: otlphttp\n  span_metrics: spanmetrics\n"
+
+
+def add_line(
+    root: Path,
+    name: str,
+    low: str,
+    high: str,
+    schema: str = "collector-legacy.schema.json",
+    names: str = LEGACY_NAMES,
+) -> None:
+    """A template line added by override under ``root``: its line.yaml and the three
+    combinations, each only naming its destinations and extending the shared skeleton."""
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "line.yaml").write_text(
+        LINE_YAML.format(low=low, high=high, schema=schema, names=names), encoding="utf-8"
+    )
+    for combination in COMBINATIONS:
+        destinations = combination.split("+")
+        (folder / f"{combination}.yaml.j2").write_text(
+            "{#- nemo-gym-otel\ntemplate_version: older-1\nrequires_package: 0.1.0\n-#}\n"
+            '{% extends "_base/collector.yaml.j2" %}\n'
+            f"{{% set destinations = {destinations!r} %}}\n".replace("'", '"'),
+            encoding="utf-8",
+        )
+
+
+def variant(config: SubmitConfig, line_version: str, combination: str) -> SubmitConfig:
+    otel = dataclasses.replace(
+        config.otel, exporters=tuple(combination.split("+")), collector_version=line_version
+    )
+    return dataclasses.replace(config, otel=otel)
+
+
+def job_dir(config: SubmitConfig, benchmark: str, gym_job_id: str = "gym-20261202-0001") -> str:
+    return f"{config.job.output_path}/{gym_job_id}/{benchmark}"
+
+
+def render_variants(config: SubmitConfig) -> Iterator[tuple[str, str, str]]:
+    """(line, combination, rendered YAML) for the config's first benchmark."""
+    benchmark = next(iter(config.driver.benchmarks))
+    for line, version in line_versions().items():
+        for combination in COMBINATIONS:
+            text = render_collector_config(
+                variant(config, version, combination), benchmark, job_dir(config, benchmark)
+            )
+            yield line, combination, text
+
+
+# -- the console script, run the way a user does ------------------------------------------------
+# Through a subprocess, not main(): exit codes, stderr and the absence of a traceback are what a
+# user sees, and only a real process shows them.
+
+CLI = Path(sys.executable).with_name("nemo-gym-otel")
+ERROR = "nemo-gym-otel: error: "
+WARNING = "nemo-gym-otel: warning: "
+
+
+def cli_env(**variables: str | None) -> dict[str, str]:
+    """The test process's environment without ambient overrides; ``None`` unsets a variable."""
+    env = {k: v for k, v in os.environ.items() if k != "NEMO_GYM_OTEL_TEMPLATE_PATH"}
+    for name, value in variables.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+def run_cli(
+    *args: str | os.PathLike[str],
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    cli: Path = CLI,
+) -> subprocess.CompletedProcess[str]:
+    """Run the console script; whatever happens, stderr must never hold a traceback."""
+    result = subprocess.run(
+        [str(cli), *map(str, args)],
+        cwd=cwd,
+        env=cli_env() if env is None else env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+def error_lines(stderr: str) -> list[str]:
+    """The ``<path>: <message>`` part of every error line; any other line fails the test."""
+    lines = stderr.splitlines()
+    assert lines, "expected an error message on stderr"
+    for line in lines:
+        assert line.startswith(ERROR), f"not an error line: {line!r}"
+    return [line.removeprefix(ERROR) for line in lines]
+
+
+def tree(root: Path) -> set[str]:
+    """Every file and folder below ``root``, to prove a failing command wrote nothing."""
+    return {p.relative_to(root).as_posix() for p in root.rglob("*")}

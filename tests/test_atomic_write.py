@@ -1,0 +1,78 @@
+"""The atomic write: the config appears whole or not at all, and a failure leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import helpers
+import pytest
+
+from nemo_gym.orchestration.api import SubmitConfig
+from nemo_gym.orchestration.executors.otel import SubmitConfigError, write_collector_config
+from nemo_gym.orchestration.executors.otel._common.atomic_file import write_atomically
+
+
+def test_writes_the_text_and_makes_the_missing_folders(tmp_path: Path) -> None:
+    target = tmp_path / "runs" / "g1" / "aime25" / "otel" / "collector.yaml"
+    write_atomically(target, "a: 1\n")
+    assert target.read_text(encoding="utf-8") == "a: 1\n"
+    assert helpers.tree(tmp_path) == {
+        "runs",
+        "runs/g1",
+        "runs/g1/aime25",
+        "runs/g1/aime25/otel",
+        "runs/g1/aime25/otel/collector.yaml",
+    }
+
+
+def test_replaces_an_existing_file_whole(tmp_path: Path) -> None:
+    target = tmp_path / "collector.yaml"
+    target.write_text("old: true\n" * 1000, encoding="utf-8")
+    write_atomically(target, "new: true\n")
+    assert target.read_text(encoding="utf-8") == "new: true\n"
+    assert helpers.tree(tmp_path) == {"collector.yaml"}
+
+
+@pytest.mark.parametrize("failing", ["fsync", "replace"])
+def test_a_failure_leaves_no_file_and_no_folder_it_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    (tmp_path / "runs").mkdir()
+    existing = tmp_path / "runs" / "kept.txt"
+    existing.write_text("x", encoding="utf-8")
+
+    def fail(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, failing, fail)
+    with pytest.raises(OSError, match="No space left"):
+        write_atomically(tmp_path / "runs" / "g1" / "otel" / "collector.yaml", "a: 1\n")
+    assert helpers.tree(tmp_path) == {"runs", "runs/kept.txt"}
+
+
+def test_a_failure_keeps_the_previous_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "collector.yaml"
+    target.write_text("previous: true\n", encoding="utf-8")
+    monkeypatch.setattr(os, "replace", lambda *args: (_ for _ in ()).throw(OSError(5, "EIO")))
+    with pytest.raises(OSError):
+        write_atomically(target, "next: true\n")
+    assert target.read_text(encoding="utf-8") == "previous: true\n"
+    assert helpers.tree(tmp_path) == {"collector.yaml"}
+
+
+def test_write_collector_config_writes_where_collector_config_path_says(
+    tmp_path: Path, example_mapping: dict
+) -> None:
+    config = SubmitConfig.from_dict(example_mapping)
+    job_dir = tmp_path / "gym-1" / "aime25"
+    written = write_collector_config(config, "aime25", job_dir)
+    assert written == job_dir / "otel" / "collector.yaml"
+    assert written.read_text(encoding="utf-8").startswith("# OpenTelemetry Collector config")
+
+
+def test_a_refused_render_writes_nothing(tmp_path: Path, example_mapping: dict) -> None:
+    config = SubmitConfig.from_dict(example_mapping)
+    with pytest.raises(SubmitConfigError):
+        write_collector_config(config, "no-such-benchmark", tmp_path / "gym-1" / "x")
+    assert helpers.tree(tmp_path) == set()
