@@ -9,6 +9,7 @@ filled by ``tools/build-otelcol``; outside CI the test skips without it, in CI i
 from __future__ import annotations
 
 import importlib.machinery
+import json
 import os
 import shutil
 import subprocess
@@ -54,3 +55,18 @@ def test_the_generator_refuses_an_overlay_key_given_twice(tmp_path: Path) -> Non
     (tmp_path / "twice.yaml").write_text("defs:\n  a: {}\n  a: {}\n", encoding="utf-8")
     with pytest.raises(generator.GenerationError, match="'a' is given twice"):
         generator.load_overlay("twice")
+
+
+@pytest.mark.parametrize("line", list(helpers.line_versions()))
+def test_each_name_in_line_yaml_is_a_type_the_lines_schema_knows(line: str) -> None:
+    """line.yaml's names (what the templates write) and the schema's types (what the line's
+    platform manifest builds, read from upstream's metadata.yaml) must agree."""
+    meta = helpers.line_metadata()[line]
+    schema = json.loads((helpers.REPO / "schemas" / meta["schema"]).read_text(encoding="utf-8"))
+    known = {
+        pattern[1:].split("(", 1)[0]
+        for section in schema["properties"].values()
+        for pattern, target in section.get("patternProperties", {}).items()
+        if "$ref" in target
+    }
+    assert set(meta["names"].values()) <= known
