@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ._checks.binary import CollectorVerdict, collector_release, collector_verdict
 from ._checks.collector import validate_collector_config
+from ._checks.mermaid import pipeline_mermaid
 from ._common.errors import (
     CollectorConfigError,
     OtelConfigError,
@@ -164,6 +165,41 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     verdict = collector_verdict(args.collector, text) if args.collector else None
     judged = _Judged({"file": str(path)}, violations, verdict)
     return _emit([judged], args.format, "{label}: valid")
+
+
+def _cmd_graph(args: argparse.Namespace) -> int:
+    """The pipeline graph as Mermaid, of a collector YAML file or of a rendering."""
+    from ._common.yaml_loader import parse_yaml
+
+    if (args.file is None) == (args.config is None):
+        print(
+            f"{PROG}: error: give a collector YAML FILE or --config CONFIG, not both",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if args.config is not None:
+        if args.benchmark is None:
+            print(f"{PROG}: error: --config needs --benchmark", file=sys.stderr)
+            return EXIT_USAGE
+        config = SubmitConfig.from_yaml(args.config)
+        job_dir = f"/nemo-gym-otel-graph/{args.benchmark}"
+        with _named_as_flags({"benchmark_name": "--benchmark"}):
+            text = render_collector_config(
+                config, args.benchmark, job_dir, template_dirs=args.template_dir
+            )
+        source = f"rendered {args.config}"
+    else:
+        source = args.file
+        text = _read_text(Path(args.file))
+        with _named_as_flags({"otel.collector_version": "--collector-version"}):
+            validate_collector_config(
+                text, args.collector_version, source=source, template_dirs=args.template_dir
+            )
+    parsed = parse_yaml(
+        text, source, lambda path, message: CollectorConfigError([Violation(path, message)], source)
+    )
+    sys.stdout.write(pipeline_mermaid(parsed))
+    return EXIT_OK
 
 
 def _cmd_templates(args: argparse.Namespace) -> int:
@@ -322,6 +358,18 @@ def _parser() -> argparse.ArgumentParser:
     template_dirs(validate)
     judged_by_collector(validate)
     validate.set_defaults(run=_cmd_validate)
+
+    graph = commands.add_parser(
+        "graph", help="print the pipeline graph as Mermaid, the tenant path marked"
+    )
+    graph.add_argument("file", nargs="?", help="a collector YAML file")
+    graph.add_argument("--config", help="a submit config to render instead (with --benchmark)")
+    graph.add_argument("--benchmark", help="one of driver.benchmarks, with --config")
+    graph.add_argument(
+        "--collector-version", metavar="V", help="release the file is for (default: newest line)"
+    )
+    template_dirs(graph)
+    graph.set_defaults(run=_cmd_graph)
 
     listing = commands.add_parser("templates", help="list template lines and combinations")
     listing.add_argument("--json", action="store_true")
