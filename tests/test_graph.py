@@ -55,6 +55,7 @@ def test_the_tenant_path_is_marked_through_connectors() -> None:
     mermaid = pipeline_mermaid(yaml.safe_load(LEAKY))
     assert _marked(mermaid) == {
         "p_logs_ingest_1",
+        "c_forward_a",
         "e_otlp_http_backend",
         "c_forward_b",
         "e_file_logs",
