@@ -149,22 +149,27 @@ def _read_text(path: Path) -> str:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    text = _read_text(path)
     version = args.collector_version
     if version is None and args.collector:
         version = collector_release(args.collector)  # judge it by the binary's own line
-    violations: tuple[Violation, ...] = ()
-    try:
-        with _named_as_flags({"otel.collector_version": "--collector-version"}):
-            validate_collector_config(
-                text, version, source=str(path), template_dirs=args.template_dir
-            )
-    except CollectorConfigError as exc:
-        violations = tuple(exc.violations)
-    verdict = collector_verdict(args.collector, text) if args.collector else None
-    judged = _Judged({"file": str(path)}, violations, verdict)
-    return _emit([judged], args.format, "{label}: valid")
+    results = []
+    for name in args.file:
+        path = Path(name)
+        violations: tuple[Violation, ...] = ()
+        text = None
+        try:
+            text = _read_text(path)
+            with _named_as_flags({"otel.collector_version": "--collector-version"}):
+                validate_collector_config(
+                    text, version, source=str(path), template_dirs=args.template_dir
+                )
+        except CollectorConfigError as exc:
+            violations = tuple(exc.violations)
+        verdict = None
+        if args.collector and text is not None:
+            verdict = collector_verdict(args.collector, text)
+        results.append(_Judged({"file": str(path)}, violations, verdict))
+    return _emit(results, args.format, "{label}: valid")
 
 
 def _cmd_graph(args: argparse.Namespace) -> int:
@@ -350,8 +355,8 @@ def _parser() -> argparse.ArgumentParser:
     template_dirs(render)
     render.set_defaults(run=_cmd_render)
 
-    validate = commands.add_parser("validate", help="check a collector YAML file")
-    validate.add_argument("file")
+    validate = commands.add_parser("validate", help="check collector YAML files")
+    validate.add_argument("file", nargs="+")
     validate.add_argument(
         "--collector-version", metavar="V", help="release the file is for (default: newest line)"
     )
