@@ -57,7 +57,7 @@ def _run_hook(repo: Path, hook: str, home: Path) -> subprocess.CompletedProcess[
         "GIT_COMMITTER_EMAIL": "t@example.invalid",
     }
     return subprocess.run(
-        [*PRE_COMMIT, "try-repo", str(helpers.REPO), hook, "--all-files"],
+        [*PRE_COMMIT, "try-repo", str(helpers.REPO), hook, "--all-files", "--verbose"],
         cwd=repo,
         env=env,
         capture_output=True,
