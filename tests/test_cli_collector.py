@@ -107,25 +107,13 @@ def test_check_collector_catches_what_no_schema_can(tmp_path: Path) -> None:
 def test_validate_collector_reports_both_verdicts(tmp_path: Path) -> None:
     binary = collector_binary("current-platform")
     good = _override(tmp_path, "severity_number < SEVERITY_NUMBER_INFO")
-    rendered = helpers.run_cli(
-        "render",
-        helpers.EXAMPLE,
-        "--benchmark",
-        "aime25",
-        "--job-dir",
-        "/runs/g1/aime25",
-        "--stdout",
-        "--template-dir",
-        good,
-        cwd=tmp_path,
-    )
-    assert rendered.returncode == 0, rendered.stderr
+    rendered = helpers.rendered_example(tmp_path, "--template-dir", good)
     path = tmp_path / "collector.yaml"
-    path.write_text(rendered.stdout, encoding="utf-8")
+    path.write_text(rendered, encoding="utf-8")
     result = helpers.run_cli("validate", path, "--collector", binary, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{path}: valid (collector {binary}: valid)\n"
-    path.write_text(rendered.stdout.replace("batch:\n", "batch:\n    no_such_option: 1\n", 1))
+    path.write_text(rendered.replace("batch:\n", "batch:\n    no_such_option: 1\n", 1))
     result = helpers.run_cli("validate", path, "--collector", binary, cwd=tmp_path)
     assert result.returncode == 1
     errors = helpers.error_lines(result.stderr)

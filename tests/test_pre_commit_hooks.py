@@ -95,19 +95,9 @@ def test_the_check_hook_passes_a_good_override_and_fails_a_broken_one(
 
 
 def test_the_validate_hook_names_the_invalid_file(tmp_path: Path, hook_home: Path) -> None:
-    rendered = helpers.run_cli(
-        "render",
-        helpers.EXAMPLE,
-        "--benchmark",
-        "aime25",
-        "--job-dir",
-        "/runs/g1/aime25",
-        "--stdout",
-        cwd=tmp_path,
-    )
-    assert rendered.returncode == 0, rendered.stderr
-    bad = rendered.stdout.replace("batch:\n", "batch:\n    send_batch_size: lots\n", 1)
-    repo = _repository(tmp_path, {"good.yaml": rendered.stdout, "configs/bad.yaml": bad})
+    rendered = helpers.rendered_example(tmp_path)
+    bad = rendered.replace("batch:\n", "batch:\n    send_batch_size: lots\n", 1)
+    repo = _repository(tmp_path, {"good.yaml": rendered, "configs/bad.yaml": bad})
     result = _run_hook(repo, "nemo-gym-otel-validate", hook_home)
     assert result.returncode == 1
     assert "good.yaml: valid" in result.stdout
