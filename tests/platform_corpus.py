@@ -35,6 +35,7 @@ class Component:
     body: dict[str, Any] | None
     signal: str | None  # None for an extension
     mutations: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    wrong_signal: str | None = None  # a signal it does not handle, for the "wrong-signal" case
 
 
 DELETE = object()
@@ -75,6 +76,7 @@ COMPONENTS: dict[str, Component] = {
         {"sampling_percentage": 25},
         "traces",
         {"type": ("sampling_percentage", "a quarter")},
+        wrong_signal="metrics",
     ),
     "contrib.processor.redactionprocessor": Component(
         "processors",
@@ -87,12 +89,14 @@ COMPONENTS: dict[str, Component] = {
         {"include": {"metrics": ["system.cpu.time"], "match_type": "strict"}},
         "metrics",
         {"type": ("include.metrics", "system.cpu.time"), "duration": ("max_staleness", "later")},
+        wrong_signal="traces",
     ),
     "contrib.processor.deltatocumulativeprocessor": Component(
         "processors",
         {"max_stale": "5m", "max_streams": 10000},
         "metrics",
         {"type": ("max_streams", "many"), "duration": ("max_stale", "later")},
+        wrong_signal="logs",
     ),
     "core.exporter.otlpexporter": Component(
         "exporters",
@@ -175,8 +179,11 @@ def _mutate(body: dict[str, Any] | None, path: str, value: Any) -> dict[str, Any
     return result
 
 
-def with_component(line: str, definition: str, body: dict[str, Any] | None) -> str:
-    """The example's rendering with the component added under ``<type>/platform`` and used."""
+def with_component(
+    line: str, definition: str, body: dict[str, Any] | None, signal: str | None = None
+) -> str:
+    """The example's rendering with the component added under ``<type>/platform`` and used in
+    the ingest pipeline of ``signal`` (default: one it handles)."""
     component = COMPONENTS[definition]
     doc = base_document(line)
     identifier = f"{type_name(line, definition)}/platform"
@@ -185,7 +192,7 @@ def with_component(line: str, definition: str, body: dict[str, Any] | None) -> s
     if component.signal is None:
         service.setdefault("extensions", []).append(identifier)
     else:
-        pipeline = service["pipelines"][f"{component.signal}/ingest"]
+        pipeline = service["pipelines"][f"{signal or component.signal}/ingest"]
         role = "processors" if component.section == "processors" else "exporters"
         pipeline.setdefault(role, []).append(identifier)
     return dump(doc)
@@ -206,6 +213,9 @@ def platform_cases(line: str) -> Iterator[Case]:
         for kind, body in bodies.items():
             text = with_component(line, definition, body)
             yield Case(f"{line}/platform/{name}/{kind}", line, text, f"{line}-platform")
+        if component.wrong_signal is not None:
+            text = with_component(line, definition, component.body, component.wrong_signal)
+            yield Case(f"{line}/platform/{name}/wrong-signal", line, text, f"{line}-platform")
 
 
 def override_with_filter(line: str) -> str:

@@ -8,14 +8,32 @@ any collector YAML, hand-written too.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._common.errors import CollectorConfigError, Violation
 from .._common.json_schema import violations as schema_violations
+from .._common.resources import load_schema
 from .._templating.catalogue import Line, search_path, template_set
 from .graph import graph_violations, key_and_expansion_violations
+
+_TYPE = re.compile(r"^\^([A-Za-z0-9_]+)\(")
+
+
+@functools.cache
+def component_signals(schema_name: str) -> dict[str, frozenset[str]]:
+    """Type -> the signals it handles, from the ``x-signals`` of a line's generated schema (read
+    from each component's metadata.yaml by tools/generate-collector-schemas)."""
+    signals = {}
+    for section in load_schema(schema_name).get("properties", {}).values():
+        for pattern, target in (section.get("patternProperties") or {}).items():
+            found = _TYPE.match(pattern)
+            if found and "x-signals" in target:
+                signals[found[1]] = frozenset(target["x-signals"])
+    return signals
 
 
 def check_collector_config(config: Any, line: Line, source: str = "collector config") -> None:
@@ -34,7 +52,11 @@ def check_collector_config(config: Any, line: Line, source: str = "collector con
             problems += expansions
         else:
             problems = sorted(
-                {*expansions, *graph_violations(config, line.names)}, key=lambda v: v.path
+                {
+                    *expansions,
+                    *graph_violations(config, line.names, component_signals(line.schema)),
+                },
+                key=lambda v: v.path,
             )
     if problems:
         raise CollectorConfigError(problems, source)
