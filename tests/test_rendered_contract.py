@@ -34,7 +34,7 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
     # Provenance header.
     head = text.splitlines()[:3]
     assert head[0].startswith("# OpenTelemetry Collector config rendered by nemo-gym-otel ")
-    assert f"line {line}, combination {combination}, template version 2" in head[1]
+    assert f"line {line}, combination {combination}, template version 3" in head[1]
 
     assert config["extensions"]["health_check"]["endpoint"] == "localhost:13133"
     assert config["service"]["extensions"] == ["health_check"]
@@ -105,7 +105,8 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
         "service.name.override",
         "nemo.gym.sandbox.provider",
     ]
-    assert span_metrics["metrics_flush_interval"] == "15s"
+    # Decoupled from the scrape interval (15s here): two flushes fit in the final grace.
+    assert span_metrics["metrics_flush_interval"] == "5s"
 
     exporters = config["exporters"]
     assert ("file" in combination) == any(k.startswith("file/") for k in exporters)
@@ -116,11 +117,18 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
             assert exporters[f"file/{signal}"] == {
                 "path": f"{base}/otel/{signal}.jsonl",
                 "format": "json",
+                "append": True,  # a requeued job keeps what the first attempt wrote
             }
     if "otlp_http" in combination:
         backend = exporters[f"{otlp_http_type}/backend"]
         assert backend["endpoint"] == "https://otlp.observability.example.internal"
         assert backend["headers"] == {"Authorization": "Bearer ${env:OTEL_TOKEN}"}
+        # The shutdown bound: no more queued than consumers, each request waits one timeout.
+        assert backend["timeout"] == "3s"
+        queue = backend["sending_queue"]
+        assert queue["sizer"] == "requests" and queue["block_on_overflow"] is False
+        assert queue["queue_size"] <= queue["num_consumers"]
+        assert backend["retry_on_failure"]["enabled"] is True
 
     pipelines = config["service"]["pipelines"]
     ingest = {signal: pipelines[f"{signal}/ingest"] for signal in SIGNALS}
@@ -133,6 +141,8 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
         if signal == "metrics":
             assert order.index("transform/metric_names") < order.index("resource/job")
     assert config["service"]["telemetry"]["logs"]["level"] == "debug"
+    # No listener for the collector's own metrics (localhost:8888 by default).
+    assert config["service"]["telemetry"]["metrics"] == {"level": "none"}
     # Only the renderer's own placeholders are expansions.
     assert set(re.findall(r"(?<!\$)\$\{[^}]*\}", text)) <= {
         "${env:SLURM_JOB_ID}",

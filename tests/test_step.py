@@ -9,10 +9,12 @@ cluster in ``tests/slurm/``.
 from __future__ import annotations
 
 import copy
+import http.server
 import json
 import os
 import stat
 import subprocess
+import threading
 from pathlib import Path
 
 import helpers
@@ -121,7 +123,10 @@ def test_fragment_passes_hostile_paths_as_single_words(
     bin_dir.mkdir()
     _stub(bin_dir, "otelcol-contrib", "exit 0")
     _stub(bin_dir, "srun", f'printf "%s\\n" "$@" > {tmp_path}/srun-args; exit 3')
-    config = _config(example_mapping, binary=str(bin_dir / "otelcol-contrib"))
+    # An address of its own, so that no collector of another test answers the health check.
+    config = _config(
+        example_mapping, binary=str(bin_dir / "otelcol-contrib"), listen_host="127.0.0.243"
+    )
     fragment = collector_step_script(config, "aime25", job_dir)
     env = helpers.cli_env(
         PATH=f"{bin_dir}:{os.environ['PATH']}", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n"
@@ -226,3 +231,38 @@ def test_cli_step_names_the_flag_it_refuses(tmp_path: Path) -> None:
     assert relative.returncode == 1
     assert helpers.error_lines(relative.stderr)[0].startswith("--job-dir: ")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_start_refuses_a_health_port_that_already_answers(
+    example_mapping: dict, tmp_path: Path
+) -> None:
+    """Two collectors on one node: the second must not mistake the first's health for its own."""
+
+    class Healthy(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.244", COLLECTOR_HEALTH_PORT), Healthy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        _stub(bin_dir, "srun", f"touch {tmp_path}/srun-ran")
+        _stub(bin_dir, "otelcol-contrib", "exit 0")
+        job_dir = tmp_path / "runs" / "gym-1" / "aime25"
+        (job_dir / "otel").mkdir(parents=True)
+        (job_dir / "otel" / "collector.yaml").write_text("{}\n", encoding="utf-8")
+        config = _config(example_mapping, binary="otelcol-contrib", listen_host="127.0.0.244")
+        env = helpers.cli_env(PATH=f"{bin_dir}:/usr/bin:/bin", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n")
+        fragment = collector_step_script(config, "aime25", job_dir)
+        result = _bash(f"set -eu\n{fragment}\notel_collector_start", cwd=tmp_path, env=env)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.returncode == 1
+    assert "something already answers on 127.0.0.244:13133" in result.stderr
+    assert not (tmp_path / "srun-ran").exists()

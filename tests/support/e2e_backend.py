@@ -3,8 +3,9 @@
 The proxy answers 200 to every request, but forwards a payload to the backend only when every
 resource in it carries the ``Authorization`` attribute equal to the ingest token; anything else
 is counted as dropped and silently lost, exactly the failure the package exists to prevent. It
-records every ``Authorization`` header it sees, and can be switched to answer 503 (an outage).
-Both listen on 127.0.0.1 on ports the kernel picks.
+records every ``Authorization`` header it sees, and can be switched to misbehave like a backend
+in trouble: answer 503 (an outage), refuse connections, or accept requests and never answer (a
+black hole). Both listen on 127.0.0.1 on ports the kernel picks.
 """
 
 from __future__ import annotations
@@ -82,16 +83,25 @@ def encode_response(content_type: str, message: Any) -> bytes:
     return message.SerializeToString()
 
 
+Reply = tuple[int, str, bytes]
+
+
 def otlp_handler(
-    serve: Callable[[BaseHTTPRequestHandler, str, bytes], tuple[int, str, bytes]],
+    serve: Callable[[BaseHTTPRequestHandler, str, bytes], Reply | None],
 ) -> type:
+    """A request handler around ``serve``; a reply of None drops the connection unanswered."""
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length)
-            status, content_type, payload = serve(self, self.path, body)
+            reply = serve(self, self.path, body)
+            if reply is None:
+                self.close_connection = True
+                return
+            status, content_type, payload = reply
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(payload)))
@@ -124,9 +134,7 @@ class OtlpBackend:
     def port(self) -> int:
         return self._server.port
 
-    def _serve(
-        self, handler: BaseHTTPRequestHandler, path: str, body: bytes
-    ) -> tuple[int, str, bytes]:
+    def _serve(self, handler: BaseHTTPRequestHandler, path: str, body: bytes) -> Reply:
         if path not in ROUTES:
             return 404, "text/plain", b"unknown path"
         signal, request_type, response_type = ROUTES[path]
@@ -161,10 +169,14 @@ class RoutingProxy:
         self._token = token
         self._lock = threading.Lock()
         self._outage = False
+        self._refusing = False
+        self._black_hole = False
+        self._closing = threading.Event()  # releases the requests a black hole holds
         self.headers: list[str | None] = []  # every Authorization header, in arrival order
         self.kept: Counter[str] = Counter()
         self.dropped: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()  # answered 503 during an outage
+        self.held: Counter[str] = Counter()  # requests a black hole took and never answered
         self._server = LoopbackServer(otlp_handler(self._serve))
 
     @property
@@ -179,15 +191,32 @@ class RoutingProxy:
         with self._lock:
             self._outage = False
 
-    def _serve(
-        self, handler: BaseHTTPRequestHandler, path: str, body: bytes
-    ) -> tuple[int, str, bytes]:
+    def refuse_connections(self) -> None:
+        """From now on: no listener (connections are refused), open connections dropped."""
+        with self._lock:
+            self._refusing = True
+        self._server.shutdown()
+        self._server.server_close()
+
+    def become_black_hole(self) -> None:
+        """From now on: every request is read and never answered (until ``close``)."""
+        with self._lock:
+            self._black_hole = True
+
+    def _serve(self, handler: BaseHTTPRequestHandler, path: str, body: bytes) -> Reply | None:
         with self._lock:
             self.headers.append(handler.headers.get("Authorization"))
-            outage = self._outage
+            outage, refusing, black_hole = self._outage, self._refusing, self._black_hole
+        if refusing:
+            return None
         if path not in ROUTES:
             return 404, "text/plain", b"unknown path"
         signal, request_type, response_type = ROUTES[path]
+        if black_hole:
+            with self._lock:
+                self.held[signal] += 1
+            self._closing.wait()
+            return None
         if outage:
             with self._lock:
                 self.refused[signal] += 1
@@ -206,9 +235,7 @@ class RoutingProxy:
             self.kept[signal] += 1
         return status, reply_type, reply
 
-    def _forward(
-        self, handler: BaseHTTPRequestHandler, path: str, body: bytes
-    ) -> tuple[int, str, bytes]:
+    def _forward(self, handler: BaseHTTPRequestHandler, path: str, body: bytes) -> Reply:
         connection = http.client.HTTPConnection("127.0.0.1", self._backend.port, timeout=10)
         try:
             headers = {
@@ -223,4 +250,5 @@ class RoutingProxy:
             connection.close()
 
     def close(self) -> None:
+        self._closing.set()
         self._server.close()

@@ -191,10 +191,10 @@ def _require_free(port: int) -> None:
         )
 
 
-def _health_ok() -> bool:
+def _health_ok(host: str) -> bool:
     try:
         with urllib.request.urlopen(
-            f"http://localhost:{COLLECTOR_HEALTH_PORT}/", timeout=2
+            f"http://{host}:{COLLECTOR_HEALTH_PORT}/", timeout=2
         ) as response:
             return response.status == 200
     except (urllib.error.URLError, OSError):
@@ -212,12 +212,23 @@ def collector_command(binary: Path, config_path: Path) -> list[str]:
 
 
 class Collector:
-    """The real collector process, started and stopped like the executor does it."""
+    """The real collector process, started and stopped like the executor does it.
+
+    ``host`` is the config's ``otel.listen_host``, where the health check answers.
+    """
 
     def __init__(
-        self, binary: Path, config_path: Path, env: dict[str, str], cwd: Path, log_path: Path
+        self,
+        binary: Path,
+        config_path: Path,
+        env: dict[str, str],
+        cwd: Path,
+        log_path: Path,
+        host: str = "localhost",
     ) -> None:
         self.log_path = log_path
+        self.host = host
+        self.exit_seconds: float | None = None  # from TERM to exit, once stopped
         self._log = log_path.open("wb")
         self.process = subprocess.Popen(
             collector_command(binary, config_path),
@@ -234,20 +245,22 @@ class Collector:
                 pytest.fail(
                     f"the collector exited with {self.process.returncode} before it was healthy:\n{_tail(self.log_path)}"
                 )
-            return _health_ok()
+            return _health_ok(self.host)
 
         wait_for(
             healthy,
             HEALTH_TIMEOUT_SECONDS,
-            f"the collector's health check on port {COLLECTOR_HEALTH_PORT}",
+            f"the collector's health check on {self.host}:{COLLECTOR_HEALTH_PORT}",
         )
 
     def stop(self) -> int:
         """TERM, then up to SHUTDOWN_WAIT_SECONDS for the collector to flush and exit."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
+            termed = time.monotonic()
             try:
                 self.process.wait(timeout=SHUTDOWN_WAIT_SECONDS)
+                self.exit_seconds = time.monotonic() - termed
             except subprocess.TimeoutExpired:
                 self.kill()
                 pytest.fail(
@@ -263,27 +276,38 @@ class Collector:
         self._log.close()
 
 
-def _producer_env(gym_job_id: str, service_name: str) -> dict[str, str]:
+def _producer_env(gym_job_id: str, service_name: str, host: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and k != TOKEN_ENV}
     env.update(driver_telemetry_env(gym_job_id, "default,verify", logs=True))
+    if host != "localhost":  # a collector on another address (otel.listen_host)
+        for key in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"):
+            env[key] = env[key].replace("//localhost:", f"//{host}:")
     env["OTEL_SERVICE_NAME"] = service_name
     return env
 
 
 class Producers:
-    """The job's own processes, one subprocess per service.name (see e2e_producer.py)."""
+    """The job's own processes, one subprocess per service.name (see e2e_producer.py), sending
+    to the collector on ``host``."""
 
-    def __init__(self, gym_job_id: str, log_dir: Path) -> None:
+    def __init__(
+        self,
+        gym_job_id: str,
+        log_dir: Path,
+        producers: tuple[Producer, ...] = PRODUCERS,
+        rounds: int = ROUNDS,
+        host: str = "localhost",
+    ) -> None:
         self.processes: dict[str, subprocess.Popen[str]] = {}
         self.stderr: dict[str, Path] = {}
         self._lines: dict[str, queue.Queue[str]] = {}
-        for producer in PRODUCERS:
+        for producer in producers:
             command = [
                 sys.executable,
                 str(PRODUCER_SCRIPT),
                 f"--spans={producer.spans}",
                 f"--logs={producer.logs}",
-                f"--rounds={ROUNDS}",
+                f"--rounds={rounds}",
             ]
             if producer.sandbox_provider:
                 command.append(f"--sandbox-provider={producer.sandbox_provider}")
@@ -292,7 +316,7 @@ class Producers:
             with self.stderr[name].open("w") as stderr:
                 self.processes[name] = subprocess.Popen(
                     command,
-                    env=_producer_env(gym_job_id, name),
+                    env=_producer_env(gym_job_id, name, host),
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=stderr,

@@ -218,6 +218,10 @@ otel_collector_start() {{
         echo "otel_collector_start: "{config}" does not exist; write it first (write_collector_config)" >&2
         return 1
     fi
+    if _otel_collector_healthy; then
+        echo "otel_collector_start: something already answers on "{host}":{port}; another collector on this node? (otel.listen_host)" >&2
+        return 1
+    fi
     {srun} >>{log} 2>&1 &
     _otel_collector_pid=$!
     local deadline=$((SECONDS + {health_timeout}))
