@@ -20,7 +20,7 @@ README = (helpers.REPO / "README.md").read_text(encoding="utf-8")
 
 
 def _commands() -> list[str]:
-    section = README.split("## The two commands", 1)[1].split("\n## ", 1)[0]
+    section = README.split("## The two commands\n", 1)[1].split("\n#", 1)[0]
     return re.findall(r"```bash\n(.*?)\n```", section, flags=re.DOTALL)
 
 

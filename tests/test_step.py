@@ -122,7 +122,13 @@ def test_fragment_passes_hostile_paths_as_single_words(
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     _stub(bin_dir, "otelcol-contrib", "exit 0")
-    _stub(bin_dir, "srun", f'printf "%s\\n" "$@" > {tmp_path}/srun-args; exit 3')
+    _stub(
+        bin_dir,
+        "srun",
+        f'printf "%s\\n" "$@" > {tmp_path}/srun-args\n'
+        'echo "Error: invalid configuration: no_such_section"\n'
+        'echo "srun: error: node1: task 0: Exited with exit code 3" >&2\nexit 3',
+    )
     # An address of its own, so that no collector of another test answers the health check.
     config = _config(
         example_mapping, binary=str(bin_dir / "otelcol-contrib"), listen_host="127.0.0.243"
@@ -135,7 +141,10 @@ def test_fragment_passes_hostile_paths_as_single_words(
         f"set -euo pipefail\n{fragment}\notel_collector_start || echo rc=$?", cwd=tmp_path, env=env
     )
     assert "rc=1" in result.stdout
-    assert "exited (status 3) before it was healthy" in result.stderr
+    assert result.stderr.strip().endswith(
+        "exited (status 3) before it was healthy; "
+        f"{job_dir}/otel/collector.log: Error: invalid configuration: no_such_section"
+    ), result.stderr
     args = (tmp_path / "srun-args").read_text(encoding="utf-8").splitlines()
     assert args[-1] == f"--config=file:{job_dir}/otel/collector.yaml"
     assert args[:-2] == [*collector_step(config, "aime25", job_dir).srun_options]
@@ -197,7 +206,7 @@ def test_stop_without_start_says_so(example_mapping: dict, tmp_path: Path) -> No
 
 
 def test_cli_step_prints_the_fragment_and_the_json(tmp_path: Path) -> None:
-    repo = Path(__file__).resolve().parents[1]
+    repo = helpers.REPO
     example = repo / "examples" / "submit.yaml"
     script = helpers.run_cli(
         "step", example, "--benchmark", "aime25", "--job-dir", JOB_DIR, cwd=tmp_path
@@ -219,7 +228,7 @@ def test_cli_step_prints_the_fragment_and_the_json(tmp_path: Path) -> None:
 
 
 def test_cli_step_names_the_flag_it_refuses(tmp_path: Path) -> None:
-    example = Path(__file__).resolve().parents[1] / "examples" / "submit.yaml"
+    example = helpers.EXAMPLE
     result = helpers.run_cli(
         "step", example, "--benchmark", "nope", "--job-dir", JOB_DIR, cwd=tmp_path
     )

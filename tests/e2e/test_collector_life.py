@@ -25,6 +25,7 @@ from typing import Any
 
 import helpers
 import pytest
+from support.e2e_checks import OVERRIDE, span_counts
 from support.e2e_job import PRODUCERS
 from support.e2e_life import (
     FAULTS,
@@ -50,7 +51,6 @@ from nemo_gym.orchestration.executors.otel import (
 pytestmark = pytest.mark.collector
 
 LINES = tuple(helpers.line_metadata())
-OVERRIDE = "service.name.override"
 PRODUCER_SCOPE = "nemo_gym.e2e"  # the producers' tracer and meter
 DRIVER = {p.service_name for p in PRODUCERS}
 SERVICES = DRIVER | {LATE_PRODUCER.service_name}
@@ -218,16 +218,6 @@ def test_stop_sequence_delivers_everything_to_both_destinations(
     assert LATE_PRODUCER.service_name in run.sent, "no late batch was sent"
     assert_holds_exactly(found(in_files(life)), want, "files")
     assert_holds_exactly(found(at_backend(life)), want, "backend")
-
-
-def span_counts(points: list[Any], metric: str) -> dict[tuple[str, str], float]:
-    """The last cumulative count of each (producer, span name) series of the driver."""
-    counts: dict[tuple[str, str], float] = {}
-    for p in points:
-        if p.metric == metric and p.attributes.get(OVERRIDE) in DRIVER:
-            key = (p.attributes[OVERRIDE], p.attributes["span.name"])
-            counts[key] = max(counts.get(key, 0.0), p.value)
-    return counts
 
 
 def test_span_metrics_count_every_span_of_the_driver(lives: dict[str, Future[Life]]) -> None:

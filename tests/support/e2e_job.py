@@ -45,7 +45,7 @@ from nemo_gym.orchestration.executors.otel import (
 
 from .e2e_backend import OtlpBackend, RoutingProxy
 from .e2e_otlp import SIGNALS, comparable, read_jsonl
-from .e2e_services import FixtureExporter, ModelService
+from .e2e_services import FixtureExporter, FixtureExposition, ModelService, Traffic
 
 PRODUCER_SCRIPT = Path(__file__).with_name("e2e_producer.py")
 TOKEN_ENV = "E2E_INGEST_TOKEN"
@@ -151,9 +151,10 @@ class Result:
     sent: dict[str, dict[str, Any]]  # producer service.name -> its report
     backend: OtlpBackend | None
     proxy: RoutingProxy | None
-    model: ModelService
-    exporters: dict[str, FixtureExporter]
+    model: Traffic
+    exporters: dict[str, FixtureExposition]
     user: str = field(default_factory=getpass.getuser)
+    slurm_job_id: str = SLURM_JOB_ID
 
     def file_items(self, signal_name: str) -> list[Any]:
         return read_jsonl(self.otel_dir / f"{signal_name}.jsonl", signal_name)
@@ -288,7 +289,11 @@ def _producer_env(gym_job_id: str, service_name: str, host: str) -> dict[str, st
 
 class Producers:
     """The job's own processes, one subprocess per service.name (see e2e_producer.py), sending
-    to the collector on ``host``."""
+    to the collector on ``host``.
+
+    ``env``, when given, is every producer's environment (plus its ``OTEL_SERVICE_NAME``) as a
+    job's driver has it; by default, this process's with Gym's telemetry switched on.
+    """
 
     def __init__(
         self,
@@ -297,6 +302,7 @@ class Producers:
         producers: tuple[Producer, ...] = PRODUCERS,
         rounds: int = ROUNDS,
         host: str = "localhost",
+        env: dict[str, str] | None = None,
     ) -> None:
         self.processes: dict[str, subprocess.Popen[str]] = {}
         self.stderr: dict[str, Path] = {}
@@ -316,7 +322,9 @@ class Producers:
             with self.stderr[name].open("w") as stderr:
                 self.processes[name] = subprocess.Popen(
                     command,
-                    env=_producer_env(gym_job_id, name, host),
+                    env=_producer_env(gym_job_id, name, host)
+                    if env is None
+                    else {**env, "OTEL_SERVICE_NAME": name},
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=stderr,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Protocol
 
 import helpers
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
@@ -39,10 +40,17 @@ class _ScrapeCounter:
         return []
 
 
+class Traffic(Protocol):
+    """What a model service served, as the checks compare it with the scraped counters."""
+
+    prompt_tokens_total: int
+    requests: int
+
+
 class ModelService:
     """A vLLM-shaped ``/metrics`` endpoint; ``serve()`` changes its numbers like traffic would."""
 
-    def __init__(self, model_name: str) -> None:
+    def __init__(self, model_name: str, port: int = 0) -> None:
         self.model_name = model_name
         self.registry = CollectorRegistry(auto_describe=True)
         labels = ["model_name", "engine"]
@@ -71,7 +79,9 @@ class ModelService:
         self.registry.register(self._scrapes)
         self.prompt_tokens_total = 0
         self.requests = 0
-        self._server, self._thread = start_http_server(0, addr="127.0.0.1", registry=self.registry)
+        self._server, self._thread = start_http_server(
+            port, addr="127.0.0.1", registry=self.registry
+        )
 
     @property
     def port(self) -> int:
@@ -97,12 +107,13 @@ class ModelService:
 
 
 class LoopbackServer(ThreadingHTTPServer):
-    """An HTTP server on 127.0.0.1, on a port the kernel picks, serving from a daemon thread."""
+    """An HTTP server on 127.0.0.1 (on a port the kernel picks, by default), serving from a daemon
+    thread."""
 
     daemon_threads = True
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
-        super().__init__(("127.0.0.1", 0), handler)
+    def __init__(self, handler: type[BaseHTTPRequestHandler], port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), handler)
         self._thread = threading.Thread(
             target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -122,12 +133,23 @@ class LoopbackServer(ThreadingHTTPServer):
         self._thread.join(timeout=10)
 
 
-class FixtureExporter:
-    """An exporter (DCGM, node_exporter, ...) serving one fixture exposition at ``/metrics``."""
+class FixtureExposition:
+    """One fixture exposition (DCGM, node_exporter, a real vLLM's) and the metrics it holds."""
 
     def __init__(self, fixture: str) -> None:
         self.path = helpers.EXPOSITIONS / fixture
         self.text = self.path.read_text(encoding="utf-8")
+
+    def metric_names(self) -> dict[str, str]:
+        """Name as the collector's Prometheus receiver reports it, to the exposition's type."""
+        return dict(exposition_names(self.text))
+
+
+class FixtureExporter(FixtureExposition):
+    """An exporter (DCGM, node_exporter, ...) serving one fixture exposition at ``/metrics``."""
+
+    def __init__(self, fixture: str, port: int = 0) -> None:
+        super().__init__(fixture)
         payload = self.text.encode()
         self.scrapes = 0
         exporter = self
@@ -147,16 +169,12 @@ class FixtureExporter:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self._server = LoopbackServer(Handler)
+        self._server = LoopbackServer(Handler, port)
         self.close = self._server.close
 
     @property
     def port(self) -> int:
         return self._server.port
-
-    def metric_names(self) -> dict[str, str]:
-        """Name as the collector's Prometheus receiver reports it, to the exposition's type."""
-        return dict(exposition_names(self.text))
 
 
 def exposition_names(text: str) -> Iterator[tuple[str, str]]:

@@ -178,8 +178,8 @@ _otel_collector_pause() {{  # sleep without coreutils: a read that times out
 _otel_collector_last_log_line() {{
     local line last=
     if [[ ! -r {log} ]]; then printf '(no log)'; return 0; fi
-    while IFS= read -r line || [[ -n "$line" ]]; do
-        [[ -n "$line" ]] && last=$line
+    while IFS= read -r line || [[ -n "$line" ]]; do  # srun's own lines name no cause
+        [[ -n "$line" && "$line" != "srun: "* ]] && last=$line
     done < {log}
     printf '%s' "${{last:-(the log is empty)}}"
 }}

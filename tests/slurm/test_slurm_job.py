@@ -1,0 +1,292 @@
+"""The collector's life as a step of a real Slurm job, on the single-node cluster of .ci/slurm-up.
+
+Every scenario submits one batch job built around the package's ``collector_step_script`` (see
+``support/slurm_job.py``): model service and node exporters as ``srun --overlap`` steps, the
+collector's start, a driver step with the real OpenTelemetry SDK in the environment of
+``merged_driver_env``, the collector's stop. The backend behind the routing proxy runs in this
+process. The collector's ports are fixed by the templates, so the scenarios run one after
+another, never in parallel.
+
+Outside CI the suite skips when no cluster takes jobs (run ``.ci/slurm-up`` as root); with
+``CI=true`` it fails instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.e2e_backend import OtlpBackend, RoutingProxy
+from support.e2e_checks import (
+    check_files,
+    check_final_counter,
+    check_no_token,
+    check_run,
+    check_sdk_items,
+    check_span_counts,
+    random_token,
+)
+from support.e2e_job import TOKEN_ENV, Job, Result
+from support.e2e_life import OWN_METRICS_DEFAULT, port_taken
+from support.e2e_otlp import SIGNALS
+from support.otelcol import collector_binary
+from support.slurm_cluster import require_cluster
+from support.slurm_job import SlurmRun, merge_runs, run_slurm_job
+from support.slurm_script import Scenario
+
+from nemo_gym.orchestration.executors.otel import COLLECTOR_SERVICE_NAME
+
+pytestmark = [pytest.mark.slurm, pytest.mark.collector]
+
+LINES = ("legacy", "current")
+BOTH = ("otlp_http", "file")
+MISSING_BINARY = "nemo-gym-otel-no-such-collector"
+
+
+@pytest.fixture(autouse=True)
+def _cluster() -> None:
+    require_cluster()
+
+
+@pytest.fixture
+def token() -> str:
+    return random_token()
+
+
+@pytest.fixture
+def backend() -> Iterator[OtlpBackend]:
+    backend = OtlpBackend()
+    yield backend
+    backend.close()
+
+
+@pytest.fixture
+def proxy(backend: OtlpBackend, token: str) -> Iterator[RoutingProxy]:
+    proxy = RoutingProxy(backend, token)
+    yield proxy
+    proxy.close()
+
+
+def run(tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, scenario: Scenario) -> SlurmRun:
+    return run_slurm_job(tmp_path / scenario.name, tmp_path / "runs", scenario, backend, proxy)
+
+
+def scenario(name: str, token: str, line: str = "current", **changes: Any) -> Scenario:
+    binary = changes.pop("binary", None) or str(collector_binary(line))
+    return Scenario(name, Job(line, BOTH, token), binary, **changes)
+
+
+# --- checks -----------------------------------------------------------------------------------
+
+
+def check_token_hidden(slurm: SlurmRun) -> None:
+    """Not in the job script, the fragment, Slurm's output, scontrol's view or a command line.
+    (The job directory and the collector's log are checked by ``check_run``.)"""
+    token = slurm.scenario.job.token
+    places = {
+        "the job script": slurm.script.read_text("utf-8"),
+        "the collector step fragment": (slurm.work / "collector-step.sh").read_text("utf-8"),
+        **{
+            f"Slurm output {p.name}": p.read_text("utf-8", "replace") for p in slurm.slurm_outputs()
+        },
+        "scontrol show job -d": "\n".join(slurm.scontrol),
+        "the job directory": "\n".join(
+            p.read_text("utf-8", "replace") for p in slurm.job_dir.rglob("*") if p.is_file()
+        ),
+    }
+    assert any(slurm.scontrol), "scontrol show job -d was never read"
+    leaks = [where for where, text in places.items() if token in text]
+    assert not leaks, f"the token is in {leaks}"
+    assert not slurm.cmdline_leaks, (
+        f"the token is on {len(slurm.cmdline_leaks)} command lines: {slurm.cmdline_leaks[:3]}"
+    )
+
+
+def check_started_and_stopped(slurm: SlurmRun) -> Result:
+    """The whole life: healthy start, the driver ran, the stop ended the named step with 0."""
+    status = slurm.status
+    assert status.get("start") == "0", f"start failed: {slurm.start_error.strip()}"
+    assert status.get("driver") == "0", f"the driver step failed; see {slurm.slurm_outputs()}"
+    assert COLLECTOR_SERVICE_NAME in slurm.steps_seen, (
+        f"no step named {COLLECTOR_SERVICE_NAME} while the job ran: {sorted(slurm.steps_seen)}"
+    )
+    assert status.get("stop") == "0", (
+        f"otel_collector_stop returned {status.get('stop')}: {slurm.stop_error.strip()}"
+    )
+    assert slurm.stop_error == "", slurm.stop_error
+    assert COLLECTOR_SERVICE_NAME not in slurm.steps_after_stop
+    assert slurm.job_state == "COMPLETED", slurm.job_state
+    assert slurm.result is not None
+    return slurm.result
+
+
+def check_job_end(result: Result, items: dict[str, dict[str, list[Any]]]) -> None:
+    """The counter's final value and the span metrics of the last spans, at both destinations."""
+    for where, destination in items.items():
+        check_final_counter(result, destination["metrics"], where)
+        check_span_counts(result, destination["metrics"], where)
+
+
+def destinations(result: Result) -> dict[str, dict[str, list[Any]]]:
+    return {
+        "backend": {s: result.backend_items(s) for s in SIGNALS},
+        "files": {s: result.file_items(s) for s in SIGNALS},
+    }
+
+
+def check_failed_start(slurm: SlurmRun, status: str, *words: str) -> str:
+    """Start returned ``status`` with one line on stderr holding ``words``; no step is left."""
+    assert slurm.status.get("start") == status, (
+        f"start returned {slurm.status.get('start')}, want {status}: {slurm.start_error.strip()}"
+    )
+    lines = slurm.start_error.splitlines()
+    assert len(lines) == 1, f"want one line on stderr, got: {slurm.start_error!r}"
+    for word in words:
+        assert word in lines[0], f"{word!r} not in {lines[0]!r}"
+    assert COLLECTOR_SERVICE_NAME not in slurm.steps_after_start, slurm.steps_after_start
+    assert slurm.result is None, "the job went on after a failed start"
+    assert slurm.job_state == "COMPLETED", slurm.job_state
+    check_token_hidden(slurm)
+    print(f"[{slurm.scenario.name}] start returned {status}: {lines[0]}")
+    return lines[0]
+
+
+def print_stop(slurm: SlurmRun, extra: str = "") -> None:
+    print(
+        f"[{slurm.scenario.name}] job {slurm.job_id}: TERM to exit "
+        f"{slurm.seconds_from_term_to_exit():.1f}s{extra}"
+    )
+
+
+# --- the tests --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_collector_step_delivers_everything(
+    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str, line: str
+) -> None:
+    """The whole life on the cluster: every e2e check, the job's end, the step, the token."""
+    slurm = run(tmp_path, backend, proxy, scenario(f"life-{line}", token, line))
+    result = check_started_and_stopped(slurm)
+    check_run(result)  # prints what was sent and what arrived where
+    check_job_end(result, destinations(result))
+    check_token_hidden(slurm)
+    print_stop(slurm)
+
+
+def test_missing_binary_fails_the_start(
+    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
+) -> None:
+    slurm = run(tmp_path, backend, proxy, scenario("no-binary", token, binary=MISSING_BINARY))
+    check_failed_start(slurm, "127", "not found", MISSING_BINARY)
+    assert COLLECTOR_SERVICE_NAME not in slurm.steps_seen
+
+
+def test_unset_token_fails_the_start(
+    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
+) -> None:
+    slurm = run(tmp_path, backend, proxy, scenario("no-token", token, token_in_env=False))
+    check_failed_start(slurm, "1", TOKEN_ENV)
+    assert COLLECTOR_SERVICE_NAME not in slurm.steps_seen
+
+
+def test_broken_config_fails_fast_naming_the_log(
+    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
+) -> None:
+    """A collector.yaml broken after it was written: the collector exits, the start says so
+    (not a timeout) and names the log, whose last line says why."""
+    broken = scenario(
+        "broken-config", token, break_config=lambda text: text + "no_such_section: {}\n"
+    )
+    slurm = run(tmp_path, backend, proxy, broken)
+    log = slurm.job_dir / "otel" / "collector.log"
+    line = check_failed_start(slurm, "1", "exited", str(log))
+    assert "no_such_section" in line, "the last log line does not say what is wrong"
+    assert proxy.kept.total() == 0
+
+
+def test_black_holed_backend_at_stop(
+    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
+) -> None:
+    """The backend takes requests and never answers from the moment the stop begins: the
+    collector still exits 0 within the bound, and the files hold everything."""
+    slurm = run(tmp_path, backend, proxy, scenario("black-hole", token, black_hole_at_stop=True))
+    result = check_started_and_stopped(slurm)
+    assert proxy.held.total() > 0, "nothing reached the black hole: the scenario proved nothing"
+    check_files(result)
+    check_no_token(result)
+    check_job_end(result, {"files": destinations(result)["files"]})
+    check_token_hidden(slurm)
+    print_stop(slurm, f"; requests the black hole held unanswered: {dict(proxy.held)}")
+
+
+def test_taken_port_8888_does_not_stop_the_collector(
+    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
+) -> None:
+    """Something on the node (a site's own collector) already listens on 8888."""
+    with port_taken(OWN_METRICS_DEFAULT):
+        slurm = run(tmp_path, backend, proxy, scenario("port-8888", token))
+    result = check_started_and_stopped(slurm)
+    check_run(result)
+    check_token_hidden(slurm)
+    print_stop(slurm)
+
+
+def test_second_run_keeps_the_first_runs_data(
+    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
+) -> None:
+    """A requeued job: the same job directory, the config written again, a second collector."""
+    first = check_started_and_stopped(run(tmp_path, backend, proxy, scenario("run-1", token)))
+    second_run = run(tmp_path, backend, proxy, scenario("run-2", token))
+    second = check_started_and_stopped(second_run)
+    assert second.job_dir == first.job_dir
+    both = merge_runs(first, second)
+    files = {s: both.file_items(s) for s in SIGNALS}
+    first_spans = {s["span_id"] for report in first.sent.values() for s in report["spans"]}
+    kept = len(first_spans & {s.span_id for s in files["traces"]})
+    assert kept == len(first_spans), (
+        f"after the second run the files hold {kept} of the first run's {len(first_spans)} spans"
+    )
+    check_sdk_items(both, files, "files after two runs")
+    check_token_hidden(second_run)
+    print(
+        f"[second run] files hold {len(files['traces'])} spans, {len(files['logs'])} log records "
+        f"from jobs {first.slurm_job_id} and {second.slurm_job_id}"
+    )
+
+
+@pytest.mark.parametrize("stop", ["naive", "scancel-term"])
+def test_how_the_step_is_signalled_decides_the_last_batch(
+    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str, stop: str
+) -> None:
+    """A batch accepted just before the stop signal. ``kill -TERM`` of the collector's
+    background srun (what an executor keeping its pid does) makes srun kill the collector, which
+    never flushes: the batch never reaches the job directory's files. A TERM to the step itself
+    (``scancel --signal=TERM``, what the fragment sends) lets it flush to both destinations.
+    This is why the fragment stops the step the way it does, and it shows that the suite fails
+    when the stop is wrong."""
+    slurm = run(tmp_path, backend, proxy, scenario(f"stop-{stop}", token, stop=stop))
+    assert slurm.status.get("start") == "0", slurm.start_error
+    assert slurm.status.get("driver") == "0", f"the driver step failed; see {slurm.slurm_outputs()}"
+    result = slurm.result
+    assert result is not None
+    late = slurm.late_spans()
+    assert late, "the late producer's collector accepted no span"
+    arrived = {
+        where: late & {s.span_id for s in destination["traces"]}
+        for where, destination in destinations(result).items()
+    }
+    print(
+        f"[stop by {stop}] srun exit {slurm.status['stop']}; late spans accepted {len(late)}, "
+        f"arrived: { {where: len(spans) for where, spans in arrived.items()} }"
+    )
+    if stop == "naive":
+        assert slurm.status["stop"] != "0", "the naive stop ended the collector cleanly"
+        # The backend may still win the race with the kill (srun's kill travels through
+        # slurmd); the job directory's files, flushed once a second, never do.
+        assert not arrived["files"], "the late batch reached the files despite the naive stop"
+    else:
+        assert slurm.status["stop"] == "0", f"the collector exited {slurm.status['stop']}"
+        assert all(spans == late for spans in arrived.values()), f"late spans arrived: {arrived}"

@@ -1,0 +1,124 @@
+"""The local Slurm cluster as the tests see it: whether it takes jobs, submitting, watching.
+
+The ``Watcher`` looks at a running job from outside, as an attacker on the node or a curious
+user of the cluster could: the names of its steps (``squeue -s``), ``scontrol show job -d`` and
+every process's command line (the token must be in none of them). It also runs a callback the
+moment the batch script marks the start of the stop (the black-holed backend's cue).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+# squeue's and scontrol's view of the job while it runs, and every process's command line.
+WATCH_INTERVAL_SECONDS = 0.5
+
+
+def cluster_problem() -> str | None:
+    """Why no job can run on the local Slurm cluster, or None when it takes jobs."""
+    try:
+        result = subprocess.run(
+            ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"sinfo failed: {exc}"
+    states = result.stdout.split()
+    if result.returncode != 0 or not {"idle", "mixed", "allocated"} & set(states):
+        return f"no Slurm node takes jobs (sinfo: {result.stdout.strip() or result.stderr.strip()})"
+    return None
+
+
+def require_cluster() -> None:
+    problem = cluster_problem()
+    if problem is None:
+        return
+    message = f"{problem}\nAs root, run .ci/slurm-up to bring up a single-node cluster."
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def submit(script: Path, env: dict[str, str]) -> str:
+    result = subprocess.run(
+        ["sbatch", "--parsable", str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if result.returncode != 0:
+        pytest.fail(f"sbatch failed: {result.stderr.strip()}")
+    return result.stdout.strip().split(";")[0]
+
+
+class Watcher:
+    """Watches the running job from outside: its steps, command lines, scontrol's view."""
+
+    def __init__(self, job_id: str, token: str, stopping: Path, on_stop: Callable[[], None]):
+        self.job_id = job_id
+        self._token = token.encode()
+        self._stopping = stopping
+        self._on_stop = on_stop
+        self.steps_seen: set[str] = set()
+        self.scontrol: list[str] = []
+        self.cmdline_leaks: list[str] = []
+        self.state = ""
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        stop_seen = False
+        while not self._done.is_set():
+            self._scan_cmdlines()
+            self.steps_seen.update(_lines(["squeue", "-s", "-h", "-j", self.job_id, "-o", "%j"]))
+            self.scontrol.append(_text(["scontrol", "show", "job", "-d", self.job_id]))
+            if not stop_seen and self._stopping.exists():
+                stop_seen = True
+                self._on_stop()
+            time.sleep(WATCH_INTERVAL_SECONDS)
+
+    def _scan_cmdlines(self) -> None:
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                text = cmdline.read_bytes()
+            except OSError:
+                continue
+            if self._token in text:
+                shown = text.replace(self._token, b"<TOKEN>").replace(b"\0", b" ")
+                self.cmdline_leaks.append(shown.decode(errors="replace")[:300])
+
+    def wait_finished(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while _lines(["squeue", "-h", "-j", self.job_id, "-o", "%T"]):
+            if time.monotonic() > deadline:
+                subprocess.run(["scancel", self.job_id], check=False, timeout=30)
+                self.close()
+                pytest.fail(f"job {self.job_id} still running after {timeout:.0f}s; cancelled it")
+            time.sleep(0.5)
+        self.close()
+        final = _text(["scontrol", "show", "job", "-d", self.job_id])
+        self.scontrol.append(final)
+        self.state = next(
+            (w.split("=", 1)[1] for w in final.split() if w.startswith("JobState=")), ""
+        )
+
+    def close(self) -> None:
+        self._done.set()
+        self._thread.join(timeout=30)
+
+
+def _text(command: list[str]) -> str:
+    return subprocess.run(command, capture_output=True, text=True, timeout=30, check=False).stdout
+
+
+def _lines(command: list[str]) -> list[str]:
+    return _text(command).split()

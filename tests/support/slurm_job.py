@@ -1,0 +1,199 @@
+"""One benchmark job on the real Slurm cluster, from the rendered config to the stopped collector.
+
+``run_slurm_job`` renders ``<job dir>/otel/collector.yaml`` with the package (as the executor
+does, before the job starts), writes the package's ``collector_step_script`` and the batch
+script around it (``slurm_script.py``), submits the job with the token in the submitting
+environment only, watches it until it ends (``slurm_cluster.py``) and gathers what it left: the
+recorded statuses, the driver's report of what the collector accepted, and a ``Result`` for the
+checks the e2e suite uses. The backend behind the routing proxy runs in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nemo_gym.orchestration.executors.otel import (
+    COLLECTOR_HEALTH_PORT,
+    OTLP_GRPC_PORT,
+    OTLP_HTTP_PORT,
+    SubmitConfig,
+    collector_step,
+    collector_step_script,
+    merged_driver_env,
+    write_collector_config,
+)
+
+from .e2e_backend import OtlpBackend, RoutingProxy
+from .e2e_job import TOKEN_ENV, Result, _require_free
+from .e2e_services import FixtureExposition
+from .slurm_cluster import Watcher, submit
+from .slurm_script import JOB_TIME_LIMIT_MINUTES, LATE_REPORT, SERVICES, Scenario, batch_script
+
+HEALTH_TIMEOUT_SECONDS = 60
+DRIVER_ENV_EXTRA = {"NEMO_GYM_SLURM_TEST": "lit:driver env from the submit config"}
+
+
+@dataclass(frozen=True)
+class ServedTraffic:
+    """What the model service served, as the driver step reported it."""
+
+    prompt_tokens_total: int
+    requests: int
+
+
+@dataclass
+class SlurmRun:
+    """Everything a Slurm run left behind, for the assertions."""
+
+    scenario: Scenario
+    job_id: str
+    work: Path  # the scenario's own folder, outside the job directory
+    job_dir: Path
+    script: Path
+    status: dict[str, str]  # what the batch script recorded: exit statuses, clock readings
+    start_error: str  # otel_collector_start's stderr
+    stop_error: str  # otel_collector_stop's stderr
+    steps_seen: set[str]  # step names squeue -s showed while the job ran
+    steps_after_start: list[str]  # steps running right after otel_collector_start returned
+    steps_after_stop: list[str]
+    job_state: str
+    scontrol: list[str]  # scontrol show job -d, as seen while the job ran and after
+    cmdline_leaks: list[str]  # processes whose command line held the token, token redacted
+    grace_seconds: float
+    result: Result | None  # None when the driver did not run (the collector never started)
+
+    def seconds_from_term_to_exit(self) -> float:
+        """How long the stop waited after the grace: from TERM to the collector's exit."""
+        stop = float(self.status["stop_ended"]) - float(self.status["stop_began"])
+        return stop - self.grace_seconds
+
+    def late_spans(self) -> set[str]:
+        """The span ids of the late batch that the collector accepted (see ``batch_script``)."""
+        lines = _read(self.work / LATE_REPORT).splitlines()
+        assert lines, f"the late producer reported nothing; see {self.slurm_outputs()}"
+        report = json.loads(lines[-1])
+        assert report["phase"] == "done" and not report["failures"], report
+        return {s["span_id"] for s in report["spans"]}
+
+    def slurm_outputs(self) -> list[Path]:
+        return sorted(self.work.glob("slurm-*.out"))
+
+
+def free_port() -> int:
+    """A port nothing listens on now, for a service step to bind (the kernel's pick, released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+
+
+def run_slurm_job(
+    work: Path,
+    output_path: Path,
+    scenario: Scenario,
+    backend: OtlpBackend,
+    proxy: RoutingProxy,
+) -> SlurmRun:
+    """Submit one scenario's job, watch it until it ends, and gather what it left behind."""
+    for port in (OTLP_GRPC_PORT, OTLP_HTTP_PORT, COLLECTOR_HEALTH_PORT):
+        _require_free(port)
+    work.mkdir(parents=True)
+    (work / "control").mkdir()
+    job = scenario.job
+    ports = {name: free_port() for name in SERVICES}
+    mapping = job.config_dict(output_path, ports, proxy.url)
+    mapping["otel"]["binary"] = scenario.binary
+    mapping["otel"]["health_check_timeout_seconds"] = HEALTH_TIMEOUT_SECONDS
+    # The default interval, as in production: the span metrics flush at it, so the spans of a
+    # job's last seconds are counted only when a flush after them still reaches the files.
+    del mapping["otel"]["scrape_interval_seconds"]
+    mapping["driver"]["env"] = DRIVER_ENV_EXTRA
+    config = SubmitConfig.from_dict(mapping)
+    job_dir = output_path / job.gym_job_id / job.benchmark
+    # As the executor: the config is written first, then the fragment runs the step from it.
+    config_path = write_collector_config(config, job.benchmark, job_dir)
+    if scenario.break_config is not None:
+        config_path.write_text(scenario.break_config(config_path.read_text("utf-8")), "utf-8")
+    step = collector_step(config, job.benchmark, str(job_dir))
+    (work / "collector-step.sh").write_text(
+        collector_step_script(config, job.benchmark, str(job_dir)), "utf-8"
+    )
+    script = work / "job.sh"
+    script.write_text(
+        batch_script(
+            scenario,
+            work,
+            ports,
+            merged_driver_env(config, job.gym_job_id),
+            step.grace_seconds,
+        ),
+        "utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
+    if scenario.token_in_env:
+        env[TOKEN_ENV] = job.token
+    job_id = submit(script, env)
+    on_stop = proxy.become_black_hole if scenario.black_hole_at_stop else (lambda: None)
+    watcher = Watcher(job_id, job.token, work / "stopping", on_stop)
+    watcher.wait_finished(JOB_TIME_LIMIT_MINUTES * 60 + 60)
+    status = dict(line.split("=", 1) for line in _read(work / "status").splitlines() if "=" in line)
+    result = None
+    if (work / "driver.json").exists():
+        report = json.loads(_read(work / "driver.json"))
+        result = Result(
+            job=job,
+            job_dir=job_dir,
+            otel_dir=config_path.parent,
+            config_path=config_path,
+            collector_log=Path(step.log_path),
+            exit_code=int(status.get("stop", "-1")),
+            sent=report["sent"],
+            backend=backend,
+            proxy=proxy,
+            model=ServedTraffic(
+                report["served"]["prompt_tokens_total"], report["served"]["requests"]
+            ),
+            exporters={
+                name: FixtureExposition(fixture)
+                for name, fixture in SERVICES.items()
+                if fixture is not None
+            },
+            slurm_job_id=job_id,
+        )
+    return SlurmRun(
+        scenario=scenario,
+        job_id=job_id,
+        work=work,
+        job_dir=job_dir,
+        script=script,
+        status=status,
+        start_error=_read(work / "start.err"),
+        stop_error=_read(work / "stop.err"),
+        steps_seen=watcher.steps_seen,
+        steps_after_start=_read(work / "steps-after-start").split(),
+        steps_after_stop=_read(work / "steps-after-stop").split(),
+        job_state=watcher.state,
+        scontrol=watcher.scontrol,
+        cmdline_leaks=watcher.cmdline_leaks,
+        grace_seconds=step.grace_seconds,
+        result=result,
+    )
+
+
+def merge_runs(first: Result, second: Result) -> Result:
+    """One Result holding what both runs sent (a requeued job: same job directory, two collectors)."""
+    sent: dict[str, dict[str, Any]] = {}
+    for name in first.sent:
+        sent[name] = {
+            key: first.sent[name][key] + second.sent[name][key]
+            for key in ("spans", "logs", "points", "failures")
+        }
+    return Result(**{**second.__dict__, "sent": sent})
