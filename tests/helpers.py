@@ -143,6 +143,23 @@ def run_cli(
     return result
 
 
+def rendered_example(cwd: Path, *extra: str | os.PathLike[str]) -> str:
+    """``render --stdout`` of the bundled example's first benchmark (``extra``: more flags)."""
+    result = run_cli(
+        "render",
+        EXAMPLE,
+        "--benchmark",
+        "aime25",
+        "--job-dir",
+        "/runs/g1/aime25",
+        "--stdout",
+        *extra,
+        cwd=cwd,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def error_lines(stderr: str) -> list[str]:
     """The ``<path>: <message>`` part of every error line; any other line fails the test."""
     lines = stderr.splitlines()

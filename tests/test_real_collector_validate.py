@@ -15,9 +15,11 @@ import helpers
 import pytest
 import yaml
 from collector_corpus import (
+    NOT_JUDGED_BY_SCHEMA,
     SECTIONS,
     STRICTER_ON_PURPOSE,
     Case,
+    blind_spot,
     corpus,
     rendered_cases,
     stricter_reason,
@@ -34,6 +36,8 @@ from nemo_gym.orchestration.executors.otel import (
 pytestmark = pytest.mark.collector
 
 LINES = tuple(helpers.line_versions())
+# Each line's platform collector: the templates' components and those platform teams add.
+PLATFORM = {line: f"{line}-platform" for line in LINES}
 # Each line's output on each line's binary, as the README's table of lines states it:
 # (rendered by, run on) -> accepted. A legacy config loads on the current collector through the
 # deprecated aliases otlphttp/spanmetrics; the legacy collector knows no otlp_http/span_metrics.
@@ -74,7 +78,7 @@ def _package_accepts(case: Case) -> bool:
 
 @pytest.fixture(scope="module")
 def binaries() -> dict[str, Path]:
-    return {line: collector_binary(line) for line in LINES}
+    return {name: collector_binary(name) for name in (*LINES, *PLATFORM.values())}
 
 
 @pytest.mark.parametrize("case", list(rendered_cases()), ids=lambda case: case.id)
@@ -125,19 +129,24 @@ def test_each_line_on_the_other_lines_binary(
 def test_package_and_collector_agree_on_the_corpus(
     binaries: dict[str, Path], tmp_path: Path
 ) -> None:
+    """The one agreement count: the line's corpus on its collector, the platform components
+    on the platform collector. Stricter on purpose and not judged by a schema are listed."""
     cases = corpus()
     assert len(cases) >= 150
-    results = _validate_each([(binaries[c.line], c.text) for c in cases], tmp_path)
+    results = _validate_each([(binaries[c.binary], c.text) for c in cases], tmp_path)
     collector = [result.returncode == 0 for result in results]
     disagreements = []
-    stricter_seen = set()
+    listed_seen = set()
     for case, collector_ok in zip(cases, collector, strict=True):
         package_ok = _package_accepts(case)
-        reason = stricter_reason(case)
-        if reason is not None:
-            stricter_seen.add(case.id)
+        if stricter_reason(case) is not None:
+            listed_seen.add(case.id)
             if not (collector_ok and not package_ok):
                 disagreements.append(f"{case.id}: listed as stricter on purpose, but it is not")
+        elif blind_spot(case) is not None:
+            listed_seen.add(case.id)
+            if not (package_ok and not collector_ok):
+                disagreements.append(f"{case.id}: listed as not judged by a schema, but it is")
         elif package_ok != collector_ok:
             disagreements.append(
                 f"{case.id}: package {'accepts' if package_ok else 'rejects'}, "
@@ -145,13 +154,17 @@ def test_package_and_collector_agree_on_the_corpus(
             )
     agreed = len(cases) - len(disagreements)
     stricter = sum(1 for c in cases if stricter_reason(c) is not None)
+    blind = sum(1 for c in cases if blind_spot(c) is not None)
+    platform = sum(1 for c in cases if c.collector)
     print(
-        f"corpus: {len(cases)} configs, {agreed} judged alike "
-        f"({stricter} of them stricter on purpose), "
+        f"corpus: {len(cases)} configs ({platform} on the platform collectors), {agreed} judged "
+        f"as listed ({stricter} stricter on purpose, {blind} not judged by a schema), "
         f"{sum(collector)} valid and {len(cases) - sum(collector)} invalid per the collector"
     )
     assert not disagreements, "\n".join(disagreements)
-    assert stricter_seen == set(STRICTER_ON_PURPOSE), "a stricter-on-purpose case left the corpus"
+    assert listed_seen == set(STRICTER_ON_PURPOSE) | set(NOT_JUDGED_BY_SCHEMA), (
+        "a listed case left the corpus"
+    )
 
 
 def test_a_line_added_by_override_works_on_the_real_collector(

@@ -19,7 +19,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
+from ._checks.binary import CollectorVerdict, collector_release, collector_verdict
 from ._checks.collector import validate_collector_config
+from ._checks.mermaid import pipeline_mermaid
 from ._common.errors import (
     CollectorConfigError,
     OtelConfigError,
@@ -28,7 +30,12 @@ from ._common.errors import (
     Violation,
 )
 from ._common.text_file import read_text_file
-from ._pipeline import render_collector_config, write_collector_config
+from ._pipeline import (
+    check_rendering,
+    render_collector_config,
+    render_unchecked,
+    write_collector_config,
+)
 from ._step import collector_step, collector_step_script
 from ._submit.config import SubmitConfig
 from ._submit.driver_env import merged_driver_env
@@ -76,22 +83,144 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_validate(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    text = read_text_file(
+@dataclasses.dataclass(frozen=True)
+class _Judged:
+    """One config judged: what it is, the package's violations, the collector's verdict."""
+
+    subject: dict[str, str]  # {"file": ...} or {"config": ..., "line": ..., "combination": ...}
+    violations: tuple[Violation, ...]
+    collector: CollectorVerdict | None
+
+    @property
+    def label(self) -> str:
+        s = self.subject
+        if "file" in s:
+            return s["file"]
+        if "line" not in s:  # a submit config that did not load
+            return s["config"]
+        return f"{s['config']}: {s['line']}/{s['combination']}"
+
+    @property
+    def error_prefix(self) -> str:
+        """A file's violations name their own paths in it; a rendering's say which it is."""
+        return "" if "file" in self.subject else f"{self.label}: "
+
+    @property
+    def valid(self) -> bool:
+        return not self.violations and (self.collector is None or self.collector.valid)
+
+    def as_json(self) -> dict[str, object]:
+        collector = None
+        if self.collector is not None:
+            collector = dataclasses.asdict(self.collector)
+        return {
+            **self.subject,
+            "valid": self.valid,
+            "violations": [{"path": v.path, "message": v.message} for v in self.violations],
+            "collector": collector,
+        }
+
+
+def _emit(results: list[_Judged], output: str, ok_line: str) -> int:
+    """Print the results (text: errors on stderr, ``ok_line`` per valid one; json: one list on
+    stdout) and return the exit code."""
+    if output == "json":
+        print(json.dumps([result.as_json() for result in results], indent=2))
+    else:
+        for result in results:
+            for violation in result.violations:
+                print(f"{PROG}: error: {result.error_prefix}{violation}", file=sys.stderr)
+            verdict = result.collector
+            if verdict is not None and not verdict.valid:
+                print(
+                    f"{PROG}: error: {result.label}: collector {verdict.binary}: {verdict.message}",
+                    file=sys.stderr,
+                )
+            if result.valid:
+                suffix = "" if verdict is None else f" (collector {verdict.binary}: valid)"
+                print(ok_line.format(label=result.label) + suffix)
+    return EXIT_OK if all(result.valid for result in results) else EXIT_INVALID
+
+
+def _read_text(path: Path) -> str:
+    return read_text_file(
         str(path), lambda where, message: CollectorConfigError([Violation(where, message)])
     )
-    with _named_as_flags({"otel.collector_version": "--collector-version"}):
-        validate_collector_config(
-            text,
-            args.collector_version,
-            source=str(path),
-            template_dirs=args.template_dir,
-            token_env=args.token_env,
-            listen_host=args.listen_host,
-            endpoint=args.endpoint,
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    version = args.collector_version
+    if version is None and args.collector:
+        version = collector_release(args.collector)  # judge it by the binary's own line
+    results = []
+    for name in args.file:
+        path = Path(name)
+        violations: tuple[Violation, ...] = ()
+        text = None
+        try:
+            text = _read_text(path)
+            with _named_as_flags({"otel.collector_version": "--collector-version"}):
+                validate_collector_config(
+                    text,
+                    version,
+                    source=str(path),
+                    template_dirs=args.template_dir,
+                    token_env=args.token_env,
+                    listen_host=args.listen_host,
+                    endpoint=args.endpoint,
+                )
+        except CollectorConfigError as exc:
+            violations = tuple(exc.violations)
+        verdict = None
+        if args.collector and text is not None:
+            verdict = collector_verdict(args.collector, text)
+        results.append(_Judged({"file": str(path)}, violations, verdict))
+    return _emit(results, args.format, "{label}: valid")
+
+
+def _cmd_graph(args: argparse.Namespace) -> int:
+    """The pipeline graph as Mermaid, of a collector YAML file or of a rendering."""
+    from ._common.yaml_loader import parse_yaml
+
+    if (args.file is None) == (args.config is None):
+        print(
+            f"{PROG}: error: give a collector YAML FILE or --config CONFIG, not both",
+            file=sys.stderr,
         )
-    print(f"{path}: valid")
+        return EXIT_USAGE
+    if args.config is not None:
+        if args.benchmark is None:
+            print(f"{PROG}: error: --config needs --benchmark", file=sys.stderr)
+            return EXIT_USAGE
+        config = SubmitConfig.from_yaml(args.config)
+        job_dir = f"/nemo-gym-otel-graph/{args.benchmark}"
+        with _named_as_flags({"benchmark_name": "--benchmark"}):
+            text = render_collector_config(
+                config, args.benchmark, job_dir, template_dirs=args.template_dir
+            )
+        source = f"rendered {args.config}"
+    else:
+        source = args.file
+        text = _read_text(Path(args.file))
+        with _named_as_flags({"otel.collector_version": "--collector-version"}):
+            validate_collector_config(
+                text,
+                args.collector_version,
+                source=source,
+                template_dirs=args.template_dir,
+                tenant_rules=False,
+            )
+        try:  # drawn all the same: the graph shows where the token goes astray
+            validate_collector_config(
+                text, args.collector_version, source=source, template_dirs=args.template_dir
+            )
+        except CollectorConfigError as exc:
+            for violation in exc.violations:
+                print(f"{PROG}: warning: {violation}", file=sys.stderr)
+    parsed = parse_yaml(
+        text, source, lambda path, message: CollectorConfigError([Violation(path, message)], source)
+    )
+    sys.stdout.write(pipeline_mermaid(parsed))
     return EXIT_OK
 
 
@@ -149,21 +278,45 @@ def _bundled_example() -> Path:
     return Path(str(resources.files(__name__.rpartition(".")[0]) / "examples" / _BUNDLED_EXAMPLE))
 
 
+def _judge_rendering(
+    variant: SubmitConfig,
+    benchmark: str,
+    job_dir: str,
+    subject: dict[str, str],
+    args: argparse.Namespace,
+) -> _Judged:
+    try:
+        rendering = render_unchecked(variant, benchmark, job_dir, template_dirs=args.template_dir)
+    except OtelConfigError as exc:
+        return _Judged(subject, tuple(exc.violations), None)
+    violations: tuple[Violation, ...] = ()
+    try:
+        check_rendering(rendering)
+    except OtelConfigError as exc:
+        violations = tuple(exc.violations)
+    verdict = collector_verdict(args.collector, rendering.text) if args.collector else None
+    return _Judged(subject, violations, verdict)
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
-    """Every line x combination x config, rendered and checked: a platform team's CI gate."""
+    """Every line x combination x config, rendered and checked (and put before a collector's
+    own validate with --collector): a platform team's CI gate."""
     templates = template_set(search_path(args.template_dir))
+    lines = list(templates.lines.values())
+    if args.collector:  # only the line of the binary's release can run on it
+        with _named_as_flags({"otel.collector_version": "--collector"}):
+            lines = [templates.line_for(collector_release(args.collector))]
     configs = [("bundled example", _bundled_example()), *((c, Path(c)) for c in args.config)]
-    problems = 0
+    results: list[_Judged] = []
     for name, config_path in configs:
         try:
             config = SubmitConfig.from_yaml(config_path)
         except OtelConfigError as exc:
-            _report(exc, f"{name}: ")
-            problems += 1
+            results.append(_Judged({"config": name}, tuple(exc.violations), None))
             continue
         benchmark = next(iter(config.driver.benchmarks))
         job_dir = f"/nemo-gym-otel-check/{config_path.stem}/{benchmark}"
-        for line in templates.lines.values():
+        for line in lines:
             for combination in sorted(line.templates):
                 otel = dataclasses.replace(
                     config.otel,
@@ -171,20 +324,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
                     collector_version=format_version(line.collector_min),
                 )
                 variant = dataclasses.replace(config, otel=otel)
-                label = f"{name}: {line.name}/{combination}"
-                try:
-                    render_collector_config(
-                        variant, benchmark, job_dir, template_dirs=args.template_dir
-                    )
-                except OtelConfigError as exc:
-                    _report(exc, f"{label}: ")
-                    problems += 1
-                else:
-                    print(f"ok {label}")
-    if problems:
+                subject = {"config": name, "line": line.name, "combination": combination}
+                results.append(_judge_rendering(variant, benchmark, job_dir, subject, args))
+    code = _emit(results, args.format, "ok {label}")
+    problems = sum(not result.valid for result in results)
+    if problems and args.format == "text":
         print(f"{PROG}: {problems} problem(s) found", file=sys.stderr)
-        return EXIT_INVALID
-    return EXIT_OK
+    return code
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -200,6 +346,20 @@ def _parser() -> argparse.ArgumentParser:
             action="append",
             metavar="DIR",
             help="override templates, searched before the built-in ones (repeatable)",
+        )
+
+    def judged_by_collector(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "--collector",
+            metavar="BINARY",
+            help="also run this collector's own validate on every config (placeholder values "
+            "for the job's environment) and report its verdict",
+        )
+        sub.add_argument(
+            "--format",
+            choices=("text", "json"),
+            default="text",
+            help="json: one object per config with its violations and the collector's verdict",
         )
 
     render = commands.add_parser(
@@ -218,8 +378,8 @@ def _parser() -> argparse.ArgumentParser:
     template_dirs(render)
     render.set_defaults(run=_cmd_render)
 
-    validate = commands.add_parser("validate", help="check a collector YAML file")
-    validate.add_argument("file")
+    validate = commands.add_parser("validate", help="check collector YAML files")
+    validate.add_argument("file", nargs="+")
     validate.add_argument(
         "--collector-version", metavar="V", help="release the file is for (default: newest line)"
     )
@@ -242,7 +402,20 @@ def _parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="the backend's URL: OTLP/HTTP exporters may send the token only there",
     )
+    judged_by_collector(validate)
     validate.set_defaults(run=_cmd_validate)
+
+    graph = commands.add_parser(
+        "graph", help="print the pipeline graph as Mermaid, the tenant path marked"
+    )
+    graph.add_argument("file", nargs="?", help="a collector YAML file")
+    graph.add_argument("--config", help="a submit config to render instead (with --benchmark)")
+    graph.add_argument("--benchmark", help="one of driver.benchmarks, with --config")
+    graph.add_argument(
+        "--collector-version", metavar="V", help="release the file is for (default: newest line)"
+    )
+    template_dirs(graph)
+    graph.set_defaults(run=_cmd_graph)
 
     listing = commands.add_parser("templates", help="list template lines and combinations")
     listing.add_argument("--json", action="store_true")
@@ -273,6 +446,7 @@ def _parser() -> argparse.ArgumentParser:
         "config", nargs="*", help="submit configs to check besides the bundled example"
     )
     template_dirs(check)
+    judged_by_collector(check)
     check.set_defaults(run=_cmd_check)
     return parser
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ._checks.collector import check_collector_config
@@ -17,7 +18,7 @@ from ._common.constants import COLLECTOR_CONFIG_NAME, COLLECTOR_DIR
 from ._common.errors import CollectorConfigError, SubmitConfigError, TemplateError
 from ._submit.config import SubmitConfig
 from ._submit.rules import validate_destination
-from ._templating.catalogue import search_path, template_set
+from ._templating.catalogue import Line, search_path, template_set
 from ._templating.context import template_context
 from ._templating.environment import render_template
 
@@ -67,6 +68,47 @@ def check_render_inputs(
     return bench_dir
 
 
+@dataclass(frozen=True)
+class Rendering:
+    """A rendered config before its checks, with the line that judges it and where it came from."""
+
+    text: str
+    line: Line
+    template: str  # the template's name
+    origin: str  # where the template was found (built-in or an override folder)
+    policy: TenantPolicy  # the token and tenant rules of the config it was rendered for
+
+
+def render_unchecked(
+    config: SubmitConfig,
+    benchmark_name: str,
+    remote_bench_dir: str | os.PathLike[str],
+    *,
+    template_dirs: Sequence[str | os.PathLike[str]] | None = None,
+) -> Rendering:
+    """Only the rendering step: ``check rendering`` needs the text of a config its checks
+    refuse too, to put it before a collector binary as well."""
+    bench_dir = check_render_inputs(config, benchmark_name, bench_dir_argument(remote_bench_dir))
+    templates = template_set(search_path(template_dirs))
+    info, line = templates.select(config.otel.collector_version, config.otel.exporters)
+    context = template_context(config, benchmark_name, bench_dir, info, line)
+    text = render_template(templates, info, context)
+    policy = TenantPolicy(config.otel.token_env, config.otel.listen_host, config.otel.endpoint)
+    return Rendering(text, line, info.name, info.origin, policy)
+
+
+def check_rendering(rendering: Rendering) -> None:
+    """Parse and check a rendering; raises with every violation, naming the template."""
+    from ._common.yaml_loader import parse_yaml
+
+    source = f"rendered {rendering.template}"
+    parsed = parse_yaml(rendering.text, source, TemplateError)
+    try:
+        check_collector_config(parsed, rendering.line, source, rendering.policy)
+    except CollectorConfigError as exc:
+        raise CollectorConfigError(exc.violations, f"{source} ({rendering.origin})") from None
+
+
 def render_collector_config(
     config: SubmitConfig,
     benchmark_name: str,
@@ -79,21 +121,11 @@ def render_collector_config(
     ``template_dirs`` overrides ``NEMO_GYM_OTEL_TEMPLATE_PATH``; both come before the built-in
     templates. A violation raises: a broken template or override never reaches a job directory.
     """
-    from ._common.yaml_loader import parse_yaml
-
-    bench_dir = check_render_inputs(config, benchmark_name, bench_dir_argument(remote_bench_dir))
-    templates = template_set(search_path(template_dirs))
-    info, line = templates.select(config.otel.collector_version, config.otel.exporters)
-    context = template_context(config, benchmark_name, bench_dir, info, line)
-    text = render_template(templates, info, context)
-    source = f"rendered {info.name}"
-    parsed = parse_yaml(text, source, TemplateError)
-    try:
-        policy = TenantPolicy(config.otel.token_env, config.otel.listen_host, config.otel.endpoint)
-        check_collector_config(parsed, line, source, policy)
-    except CollectorConfigError as exc:
-        raise CollectorConfigError(exc.violations, f"{source} ({info.origin})") from None
-    return text
+    rendering = render_unchecked(
+        config, benchmark_name, remote_bench_dir, template_dirs=template_dirs
+    )
+    check_rendering(rendering)
+    return rendering.text
 
 
 def write_collector_config(

@@ -8,12 +8,15 @@ any collector YAML, hand-written too.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._common.errors import CollectorConfigError, Violation
 from .._common.json_schema import violations as schema_violations
+from .._common.resources import load_schema
 from .._templating.catalogue import Line, search_path, template_set
 from .graph import graph_violations, scan_config
 from .tenant import TenantPolicy, tenant_violations
@@ -21,12 +24,31 @@ from .tenant import TenantPolicy, tenant_violations
 # The only variables a config may expand besides the token's: the job id, known only in the job.
 JOB_ID_ENV = "SLURM_JOB_ID"
 
+_TYPE = re.compile(r"^\^([A-Za-z0-9_]+)\(")
+
+
+@functools.cache
+def component_signals(schema_name: str) -> dict[str, frozenset[str]]:
+    """Type -> the signals it handles, from the ``x-signals`` of a line's generated schema (read
+    from each component's metadata.yaml by tools/generate-collector-schemas)."""
+    signals = {}
+    for section in load_schema(schema_name).get("properties", {}).values():
+        for pattern, target in (section.get("patternProperties") or {}).items():
+            found = _TYPE.match(pattern)
+            if found and "x-signals" in target:
+                signals[found[1]] = frozenset(target["x-signals"])
+    return signals
+
 
 def check_collector_config(
     config: Any, line: Line, source: str = "collector config", policy: TenantPolicy | None = None
 ) -> None:
     """Raise :class:`CollectorConfigError` listing every problem of a parsed config, judged by
-    ``line``'s schema and component names and by the token and tenant rules of ``policy``."""
+    ``line``'s schema and component names and by the token and tenant rules of ``policy``.
+
+    Without a policy only the shape and the graph are judged (``graph`` draws a config whose
+    token goes astray, to show where); every rendering and ``validate`` pass one."""
+    tenant = policy is not None
     policy = policy or TenantPolicy()
     if not isinstance(config, Mapping):
         raise CollectorConfigError(
@@ -43,8 +65,8 @@ def check_collector_config(
             problems = sorted(
                 {
                     *scan.expansions,
-                    *graph_violations(config, line.names),
-                    *tenant_violations(config, scan.token_sites, policy),
+                    *graph_violations(config, line.names, component_signals(line.schema)),
+                    *(tenant_violations(config, scan.token_sites, policy) if tenant else ()),
                 },
                 key=lambda v: v.path,
             )
@@ -61,10 +83,11 @@ def validate_collector_config(
     token_env: str = "OTEL_TOKEN",
     listen_host: str = "localhost",
     endpoint: str | None = None,
+    tenant_rules: bool = True,
 ) -> None:
     """Check collector YAML against the schema of the line for ``collector_version``, the graph
-    rules, and the token and tenant rules for the token in ``token_env``, listening on
-    ``listen_host``, sending (when given) only to ``endpoint``.
+    rules, and (unless ``tenant_rules`` is false) the token and tenant rules for the token in
+    ``token_env``, listening on ``listen_host``, sending (when given) only to ``endpoint``.
 
     None checks against the newest line. The lines are those rendering sees: ``template_dirs``
     (else ``NEMO_GYM_OTEL_TEMPLATE_PATH``) before the built-in ones. Raises :class:`CollectorConfigError` with every
@@ -76,4 +99,5 @@ def validate_collector_config(
     parsed = parse_yaml(
         text, source, lambda path, message: CollectorConfigError([Violation(path, message)], source)
     )
-    check_collector_config(parsed, line, source, TenantPolicy(token_env, listen_host, endpoint))
+    policy = TenantPolicy(token_env, listen_host, endpoint) if tenant_rules else None
+    check_collector_config(parsed, line, source, policy)

@@ -28,10 +28,6 @@ _ROLE_SECTIONS = {
 }
 ALL_SIGNALS = frozenset({"traces", "metrics", "logs"})
 
-# Signals each component type handles, as the collector's factories declare them.
-_SIGNALS_BY_TYPE: dict[str, frozenset[str]] = {
-    "prometheus": frozenset({"metrics"}),
-}
 # (from, to) signal pairs each connector joins; the span-metrics connector's type name is the
 # line's (``names.span_metrics`` in its line.yaml).
 _FORWARD_PAIRS = frozenset((s, s) for s in ALL_SIGNALS)
@@ -132,7 +128,9 @@ def _pipelines(config: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
     return service.get("pipelines") or {}
 
 
-def _reference_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
+def _reference_violations(
+    config: Mapping[str, Any], signals: Mapping[str, frozenset[str]]
+) -> Iterator[Violation]:
     defined = {section: set((config.get(section) or {}).keys()) for section in SECTIONS}
     service = config.get("service") or {}
     for index, ext in enumerate(service.get("extensions") or []):
@@ -159,7 +157,7 @@ def _reference_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
                         f"{ref!r} is not defined under {' or '.join(sections)}; define it or remove it here",
                     )
                 elif section != "connectors":
-                    handled = _SIGNALS_BY_TYPE.get(component_type(ref), ALL_SIGNALS)
+                    handled = signals.get(component_type(ref), ALL_SIGNALS)
                     if signal not in handled:
                         yield Violation(
                             dotted(path),
@@ -274,12 +272,15 @@ def _id_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
                 )
 
 
-def graph_violations(config: Mapping[str, Any], names: Mapping[str, str]) -> list[Violation]:
+def graph_violations(
+    config: Mapping[str, Any], names: Mapping[str, str], signals: Mapping[str, frozenset[str]]
+) -> list[Violation]:
     """What the collector refuses when it builds the pipeline graph; ``names`` are the line's
-    component type names (role to type)."""
+    component type names (role to type), ``signals`` the signals each type handles where the
+    line's schema says (others are taken to handle every signal)."""
     return [
         *_id_violations(config),
-        *_reference_violations(config),
+        *_reference_violations(config, signals),
         *_connector_violations(config, names),
         *_cycle_violations(config),
     ]

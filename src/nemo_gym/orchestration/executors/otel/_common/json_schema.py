@@ -27,6 +27,7 @@ _TYPE_NAMES = {
     "null": "null",
 }
 _LITERAL_PATTERN = re.compile(r"^\^\(?([A-Za-z0-9_]+)")
+_CLOSING = ("additionalProperties", "unevaluatedProperties")
 
 
 @functools.cache
@@ -80,19 +81,45 @@ def describe(value: Any) -> str:
     return type(value).__name__
 
 
-def _known_keys(schema: dict[str, Any]) -> list[str]:
-    keys = list(schema.get("properties", {}))
-    for pattern in schema.get("patternProperties", {}):
+# Keywords whose subschemas add keys that an object closed with unevaluatedProperties knows.
+_COMBINED = ("allOf", "anyOf", "oneOf")
+_BRANCHES = ("then", "else")
+
+
+def _known_keys(schema: dict[str, Any], root: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Keys and key patterns ``schema`` declares, through local ``$ref``s and combinations (an
+    object closed with ``unevaluatedProperties`` knows the keys of every part it is made of)."""
+    keys: list[str] = []
+    patterns: list[str] = []
+    seen: set[int] = set()
+    todo = [schema]
+    while todo:
+        node = todo.pop()
+        if not isinstance(node, dict) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        keys.extend(node.get("properties", {}))
+        patterns.extend(node.get("patternProperties", {}))
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            todo.append(root.get("$defs", {}).get(ref.removeprefix("#/$defs/")))
+        for keyword in _COMBINED:
+            todo.extend(node.get(keyword, []))
+        todo.extend(node[keyword] for keyword in _BRANCHES if keyword in node)
+    for pattern in patterns:
         match = _LITERAL_PATTERN.match(pattern)
         if match:
             keys.append(match.group(1))
-    return keys
+    return keys, patterns
 
 
-def _unknown_key_violations(error: Any, base: Sequence[Any]) -> Iterator[Violation]:
-    schema = error.schema
-    known = _known_keys(schema)
-    allowed_patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
+def _unknown_key_violations(
+    error: Any, base: Sequence[Any], root: dict[str, Any]
+) -> Iterator[Violation]:
+    """Keys of the object that no part of its schema declares. A key reported only because a
+    part failed (unevaluatedProperties then forgets that part's keys) is left to that failure."""
+    known, patterns = _known_keys(error.schema, root)
+    allowed_patterns = [re.compile(p) for p in patterns]
     for key in error.instance:
         if key in known or any(p.search(key) for p in allowed_patterns):
             continue
@@ -165,8 +192,8 @@ def violations(instance: Any, schema_name: str) -> list[Violation]:
     for raw in _validator(schema_name).iter_errors(instance):
         error = _deepest(raw)
         base = list(error.absolute_path)
-        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            items = list(_unknown_key_violations(error, base))
+        if error.validator in _CLOSING and isinstance(error.instance, dict):
+            items = list(_unknown_key_violations(error, base, load_schema(schema_name)))
         elif error.validator == "required":
             missing = [k for k in error.validator_value if k not in error.instance]
             items = [Violation(dotted([*base, k]), "is required; add it") for k in missing]

@@ -1,0 +1,127 @@
+"""A collector config's pipeline graph as a Mermaid flowchart, the tenant path marked.
+
+Receivers, exporters and connectors are one node each; a pipeline is a box holding its own
+processors (the collector runs one instance per pipeline). The tenant attribute is the
+``Authorization`` key that a ``resource`` or ``attributes`` processor sets: from that processor
+on, the links of its pipeline are thick and its nodes are marked, and so is every pipeline fed
+through a connector from a marked one. Reviewers see at a glance that the token goes to the
+backend and nowhere else (the job-directory files).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .graph import component_type
+
+TENANT_KEY = "Authorization"
+_TENANT_TYPES = ("resource", "attributes")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
+# Node shapes: receivers stadium, exporters parallelogram, connectors hexagon.
+_SHAPES = {"receivers": ('(["', '"])'), "exporters": ('[/"', '"/]'), "connectors": ('{{"', '"}}')}
+
+
+def _node_id(prefix: str, name: str) -> str:
+    return f"{prefix}_{_UNSAFE.sub('_', name)}"
+
+
+def sets_tenant(config: Mapping[str, Any], processor: str) -> bool:
+    """Whether ``processor`` writes the tenant attribute (an action on its key)."""
+    if component_type(processor) not in _TENANT_TYPES:
+        return False
+    body = (config.get("processors") or {}).get(processor) or {}
+    actions = body.get("attributes") or body.get("actions") or []
+    return any(isinstance(a, Mapping) and a.get("key") == TENANT_KEY for a in actions)
+
+
+def _tenant_pipelines(config: Mapping[str, Any]) -> dict[str, int]:
+    """Pipeline -> index of its first processor carrying the tenant attribute; -1 when the
+    attribute arrives with its data, from a marked pipeline through a connector."""
+    pipelines = ((config.get("service") or {}).get("pipelines")) or {}
+    connectors = set((config.get("connectors") or {}).keys())
+    marked: dict[str, int] = {}
+    for name, pipeline in pipelines.items():
+        for index, processor in enumerate((pipeline or {}).get("processors") or []):
+            if sets_tenant(config, processor):
+                marked[name] = index
+                break
+    changed = True
+    while changed:
+        changed = False
+        feeding = {
+            exporter
+            for name in marked
+            for exporter in (pipelines[name] or {}).get("exporters") or []
+            if exporter in connectors
+        }
+        for name, pipeline in pipelines.items():
+            if name not in marked and feeding & set((pipeline or {}).get("receivers") or []):
+                marked[name] = -1
+                changed = True
+    return marked
+
+
+def pipeline_mermaid(config: Mapping[str, Any]) -> str:
+    """The Mermaid flowchart of ``config``'s pipelines (a config the checks accepted)."""
+    pipelines = ((config.get("service") or {}).get("pipelines")) or {}
+    connectors = set((config.get("connectors") or {}).keys())
+    tenant = _tenant_pipelines(config)
+    lines = [
+        "flowchart LR",
+        f"  %% thick links and red nodes carry the tenant attribute ({TENANT_KEY})",
+    ]
+    marked_nodes: list[str] = []
+
+    def endpoint(name: str, role: str) -> str:
+        section = "connectors" if name in connectors else role
+        return _node_id(section[0], name)
+
+    declared: set[str] = set()
+    for pipeline in pipelines.values():
+        for role in ("receivers", "exporters"):
+            for name in (pipeline or {}).get(role) or []:
+                node = endpoint(name, role)
+                if node not in declared:
+                    declared.add(node)
+                    section = "connectors" if name in connectors else role
+                    left, right = _SHAPES[section]
+                    lines.append(f"  {node}{left}{name}{right}")
+    for name, pipeline in pipelines.items():
+        pipeline = pipeline or {}
+        box = _node_id("p", name)
+        processors = pipeline.get("processors") or []
+        start = tenant.get(name)
+        steps = [f"{box}_{i}" for i in range(len(processors))]
+        if steps:
+            lines.append(f'  subgraph {box}["{name}"]')
+            for node, processor in zip(steps, processors, strict=True):
+                lines.append(f'    {node}["{processor}"]')
+            lines.append("  end")
+        if start is not None:
+            marked_nodes.extend(steps[max(start, 0) :])
+        for index in range(1, len(steps)):
+            arrow = "==>" if start is not None and index > start else "-->"
+            lines.append(f"  {steps[index - 1]} {arrow} {steps[index]}")
+        receivers = [endpoint(r, "receivers") for r in pipeline.get("receivers") or []]
+        exporters = [endpoint(e, "exporters") for e in pipeline.get("exporters") or []]
+        into = steps[0] if steps else None
+        for receiver in receivers:
+            arrow = "==>" if start == -1 else "-->"
+            if into is not None:
+                lines.append(f"  {receiver} {arrow} {into}")
+            else:
+                for exporter in exporters:
+                    lines.append(f'  {receiver} {arrow}|"{name}"| {exporter}')
+        if into is not None:
+            for exporter in exporters:
+                arrow = "==>" if start is not None else "-->"
+                lines.append(f"  {steps[-1]} {arrow} {exporter}")
+        if start is not None:
+            marked_nodes.extend(exporters)
+    lines.append("  classDef tenant stroke:#c00,stroke-width:3px")
+    if marked_nodes:
+        unique = list(dict.fromkeys(marked_nodes))
+        lines.append(f"  class {','.join(unique)} tenant")
+    return "\n".join(lines) + "\n"
