@@ -58,10 +58,17 @@ _LISTEN_ADDRESS = (
     "a listening address must be host:port; the collector finds a bad one only when the "
     "listener starts, which validate does not do"
 )
+_TOKEN_SITES = (
+    "the token's expansion may appear only in the OTLP/HTTP exporter's Authorization header and "
+    "as the tenant attribute's value (the tenant rules): anywhere else it can reach a file, a log "
+    "or another host"
+)
 STRICTER_ON_PURPOSE.update(
     {
         "current/platform/zpages/unknown-option": _IGNORED_HTTP_OPTION,
         **{f"{line}/platform/zpages/value": _LISTEN_ADDRESS for line in NAMES},
+        **{f"{line}/platform/pprof/value": _LISTEN_ADDRESS for line in NAMES},
+        **{f"{line}/platform/bearertokenauth/valid": _TOKEN_SITES for line in NAMES},
     }
 )
 
