@@ -362,16 +362,20 @@ def _parser() -> argparse.ArgumentParser:
             help="json: one object per config with its violations and the collector's verdict",
         )
 
+    def one_job(sub: argparse.ArgumentParser) -> None:
+        """The submit config, benchmark and job directory that name one benchmark job."""
+        sub.add_argument("config", help="submit config (YAML)")
+        sub.add_argument("--benchmark", required=True, help="one of driver.benchmarks")
+        sub.add_argument(
+            "--job-dir",
+            required=True,
+            help="absolute job directory, <output_path>/<gym_job_id>/<benchmark>",
+        )
+
     render = commands.add_parser(
         "render", help="write <job dir>/otel/collector.yaml for one benchmark"
     )
-    render.add_argument("config", help="submit config (YAML)")
-    render.add_argument("--benchmark", required=True, help="one of driver.benchmarks")
-    render.add_argument(
-        "--job-dir",
-        required=True,
-        help="absolute job directory, <output_path>/<gym_job_id>/<benchmark>",
-    )
+    one_job(render)
     render.add_argument(
         "--stdout", action="store_true", help="print the YAML instead of writing it"
     )
@@ -431,13 +435,7 @@ def _parser() -> argparse.ArgumentParser:
     step = commands.add_parser(
         "step", help="print the bash fragment that runs the collector as a Slurm job step"
     )
-    step.add_argument("config", help="submit config (YAML)")
-    step.add_argument("--benchmark", required=True, help="one of driver.benchmarks")
-    step.add_argument(
-        "--job-dir",
-        required=True,
-        help="absolute job directory, <output_path>/<gym_job_id>/<benchmark>",
-    )
+    one_job(step)
     step.add_argument("--json", action="store_true", help="print the step as JSON instead")
     step.set_defaults(run=_cmd_step)
 
