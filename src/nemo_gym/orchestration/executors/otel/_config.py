@@ -98,6 +98,7 @@ class Otel:
     exporters: tuple[str, ...] = ("otlp_http", "file")
     collector_version: str | None = None
     listen_host: str = "localhost"
+    delivery_report: bool = False
 
 
 @dataclass(frozen=True)

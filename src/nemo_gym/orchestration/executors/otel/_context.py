@@ -15,6 +15,8 @@ Template variables (documented for override authors):
 ``resource``    the job's resource attributes: a list of {key, value}
 ``backend``     endpoint (OTLP/HTTP base URL) and token (the placeholder for the ingest token)
 ``files``       signal name to the absolute path of its ``*.jsonl`` file
+``delivery_report``  null, or (``otel.delivery_report``) marker (the resource attribute of the
+                collector's own counters), interval_ms, endpoint (its own OTLP/HTTP metrics URL)
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from ._constants import (
     COLLECTOR_DIR,
     COLLECTOR_HEALTH_PORT,
     OTLP_GRPC_PORT,
+    DELIVERY_REPORT_INTERVAL_SECONDS,
+    DELIVERY_REPORT_MARKER,
     OTLP_HTTP_PORT,
     SIGNALS,
 )
@@ -142,4 +146,11 @@ def template_context(
             "token": EnvRef(otel.token_env),
         },
         "files": {signal: str(otel_dir / f"{signal}.jsonl") for signal in SIGNALS},
+        "delivery_report": {
+            "marker": DELIVERY_REPORT_MARKER,
+            "interval_ms": DELIVERY_REPORT_INTERVAL_SECONDS * 1000,
+            "endpoint": f"http://{_host_port(host, OTLP_HTTP_PORT)}/v1/metrics",
+        }
+        if otel.delivery_report
+        else None,
     }
