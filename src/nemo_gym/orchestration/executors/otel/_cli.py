@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from ._config import SubmitConfig
+from ._constants import COLLECTOR_DIR
 from ._env import merged_driver_env, resolve_token
 from ._errors import (
     CollectorConfigError,
@@ -26,6 +27,7 @@ from ._errors import (
     Violation,
 )
 from ._render import render_collector_config, write_collector_config
+from ._report_view import run_report
 from ._templates import format_version, search_path, template_set
 from ._validate import validate_collector_config
 from ._validation import validate_destination, validate_gym_telemetry
@@ -167,6 +169,18 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    job_dir = Path(args.job_dir)
+    if not (job_dir / COLLECTOR_DIR).is_dir():
+        print(
+            f"{PROG}: error: JOB_DIR: {job_dir} has no otel/ folder; "
+            "pass the benchmark's job directory, <output_path>/<gym_job_id>/<benchmark>",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    return EXIT_OK if run_report(job_dir, args.json) else EXIT_INVALID
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -222,6 +236,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     template_dirs(check)
     check.set_defaults(run=_cmd_check)
+
+    report = commands.add_parser(
+        "report", help="what the job's collector received and delivered (otel.delivery_report)"
+    )
+    report.add_argument("job_dir", metavar="JOB_DIR", help="the benchmark's job directory")
+    report.add_argument("--json", action="store_true", help="a JSON document for scripts")
+    report.set_defaults(run=_cmd_report)
     return parser
 
 

@@ -30,9 +30,9 @@ from ._config import SubmitConfig
 from ._constants import (
     COLLECTOR_DIR,
     COLLECTOR_HEALTH_PORT,
-    OTLP_GRPC_PORT,
     DELIVERY_REPORT_INTERVAL_SECONDS,
     DELIVERY_REPORT_MARKER,
+    OTLP_GRPC_PORT,
     OTLP_HTTP_PORT,
     SIGNALS,
 )
