@@ -226,9 +226,19 @@ class Step:
 class Rig:
     """The backend, the scrape targets, the rendered config and the collector, for one ramp."""
 
-    def __init__(self, binary: Path, line: str, combination: str, root: Path, generator: Generator):
+    def __init__(
+        self,
+        binary: Path,
+        line: str,
+        combination: str,
+        root: Path,
+        generator: Generator,
+        otel: dict[str, Any] | None = None,
+    ):
+        """``otel``: keys set in the example's ``otel`` section besides the rig's own."""
         self.binary, self.line, self.combination = binary, line, combination
         self.root, self.generator = root, generator
+        self.otel = otel or {}
         self.token = "bench-" + secrets.token_hex(12)
         self._stack = ExitStack()
 
@@ -272,10 +282,12 @@ class Rig:
             collector_version=collector_release(self.line),
             gpu_metrics_port=targets["dcgm"].port,
             node_metrics_port=targets["node"].port,
+            **self.otel,
         )
         config = SubmitConfig.from_dict(mapping)
         job_dir = self.root / "runs" / "gym-bench" / "aime25"
         self.config_path = write_collector_config(config, "aime25", job_dir)
+        self.job_dir = job_dir
         self.files = FileCounter(self.config_path.parent)
         _wait_ports_free((OTLP_GRPC_PORT, OTLP_HTTP_PORT, COLLECTOR_HEALTH_PORT))
         home = self.root / "home"

@@ -147,3 +147,13 @@ def test_progress_bar_only_on_a_terminal(tmp_path: Path) -> None:
     assert "reading telemetry" not in result.stdout
     piped = run_cli("report", job, cwd=tmp_path)
     assert piped.stderr == ""
+
+
+def test_rotated_files_are_read_oldest_first_with_the_live_one(tmp_path: Path) -> None:
+    job = _job(tmp_path, [json.dumps(_traces(2)) + "\n"], [_reading("a", NOW, _counters(5))])
+    rotated = job / "otel" / "traces-2026-12-03T16-20-00.000.jsonl"
+    rotated.write_text(json.dumps(_traces(3)) + "\n")
+    result = run_cli("report", job, "--json", cwd=tmp_path)
+    traces = _signals(result.stdout)["traces"]
+    assert result.returncode == 0, result.stdout
+    assert traces["files"]["items"] == 5, traces

@@ -78,6 +78,14 @@ class Job:
 
 
 @dataclass(frozen=True)
+class FileRotation:
+    """``otel.file_rotation``: bounds each ``<signal>.jsonl`` of a long job (see the schema)."""
+
+    max_megabytes: int
+    max_backups: int
+
+
+@dataclass(frozen=True)
 class Otel:
     """The ``otel`` section with every default filled in (see the submit-config schema)."""
 
@@ -99,6 +107,7 @@ class Otel:
     collector_version: str | None = None
     listen_host: str = "localhost"
     delivery_report: bool = False
+    file_rotation: FileRotation | None = None
 
 
 @dataclass(frozen=True)
@@ -198,6 +207,8 @@ def _build(data: Mapping[str, Any]) -> SubmitConfig:
     otel_raw = dict(data.get("otel") or {})
     if "exporters" in otel_raw:
         otel_raw["exporters"] = tuple(otel_raw["exporters"])
+    if otel_raw.get("file_rotation") is not None:
+        otel_raw["file_rotation"] = FileRotation(**otel_raw["file_rotation"])
     config = SubmitConfig(
         services=_frozen(services),
         compute=Compute(

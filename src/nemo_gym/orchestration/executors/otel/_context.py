@@ -17,10 +17,12 @@ Template variables (documented for override authors):
 ``files``       signal name to the absolute path of its ``*.jsonl`` file
 ``delivery_report``  null, or (``otel.delivery_report``) marker (the resource attribute of the
                 collector's own counters), interval_ms, endpoint (its own OTLP/HTTP metrics URL)
+``rotation``    null, or (``otel.file_rotation``) max_megabytes, max_backups
 """
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import os
 from pathlib import PurePosixPath
@@ -153,4 +155,5 @@ def template_context(
         }
         if otel.delivery_report
         else None,
+        "rotation": dataclasses.asdict(otel.file_rotation) if otel.file_rotation else None,
     }

@@ -41,13 +41,21 @@ Progress = Callable[[int], None]  # called with the bytes read since the last ca
 
 @dataclass
 class FileScan:
-    """One ``<signal>.jsonl`` file: its items, and what kept it from being read whole."""
+    """A signal's files: their items, and what kept them from being read whole."""
 
     items: int = 0
-    report_points: int = 0  # the collector's own counters (metrics file only)
-    truncated_last_line: bool = False
-    unreadable_lines: list[int] = field(default_factory=list)
+    report_points: int = 0  # the collector's own counters (metrics files only)
+    truncated: list[str] = field(default_factory=list)  # files whose last line is cut short
+    unreadable_lines: list[str] = field(default_factory=list)  # "<file>:<line>"
     missing: bool = False
+
+
+def signal_files(otel_dir: Path, signal: str) -> list[Path]:
+    """``<signal>.jsonl`` and, with ``otel.file_rotation``, its renamed predecessors
+    ``<signal>-<UTC time>.jsonl``, oldest first (the time sorts as text)."""
+    rotated = sorted(otel_dir.glob(f"{signal}-*.jsonl"))
+    live = otel_dir / f"{signal}.jsonl"
+    return [*rotated, live] if live.exists() or not rotated else rotated
 
 
 @dataclass
@@ -172,16 +180,19 @@ def _lines(stream: BinaryIO, progress: Progress | None) -> Iterator[tuple[int, b
 
 
 def scan_file(
-    path: Path, signal: str, readings: dict[str, Reading], progress: Progress | None = None
-) -> FileScan:
-    """Count the items of one file in a stream; collect the collector's readings on the way."""
-    scan = FileScan()
+    path: Path,
+    signal: str,
+    readings: dict[str, Reading],
+    scan: FileScan,
+    progress: Progress | None = None,
+) -> None:
+    """Count the items of one file into ``scan`` in a stream; collect the collector's readings."""
     resources_key = _GROUPS[signal][0]
     try:
         stream = path.open("rb")
     except FileNotFoundError:
         scan.missing = True
-        return scan
+        return
     with stream:
         for number, line in _lines(stream, progress):
             if not line.strip():
@@ -190,9 +201,9 @@ def scan_file(
                 document = json.loads(line)
             except ValueError:
                 if not line.endswith(b"\n"):
-                    scan.truncated_last_line = True  # a killed collector's half-written batch
+                    scan.truncated.append(path.name)  # a killed collector's half-written batch
                 else:
-                    scan.unreadable_lines.append(number)
+                    scan.unreadable_lines.append(f"{path.name}:{number}")
                 continue
             for group in document.get(resources_key) or ():
                 resource = _attributes((group.get("resource") or {}).get("attributes"))
@@ -202,18 +213,18 @@ def scan_file(
                     _keep_reading(readings, group, resource)
                 else:
                     scan.items += count
-    return scan
 
 
 def _file_reasons(name: str, scan: FileScan) -> list[str]:
     if scan.missing:
         return [f"{name} is missing"]
-    reasons = []
-    if scan.truncated_last_line:
-        reasons.append(f"the last line of {name} is truncated (the collector was killed)")
+    reasons = [
+        f"the last line of {file} is truncated (the collector was killed)"
+        for file in scan.truncated
+    ]
     if scan.unreadable_lines:
-        shown = ", ".join(str(n) for n in scan.unreadable_lines[:5])
-        reasons.append(f"{name} has {len(scan.unreadable_lines)} unreadable line(s): {shown}")
+        shown = ", ".join(scan.unreadable_lines[:5])
+        reasons.append(f"{len(scan.unreadable_lines)} unreadable line(s): {shown}")
     return reasons
 
 
@@ -298,12 +309,11 @@ def weigh(signal: str, scan: FileScan, readings: dict[str, Reading]) -> SignalRe
 
 
 def delivery_report(otel_dir: Path, progress: Progress | None = None) -> list[SignalReport]:
-    """Per signal, what the job's collector received and delivered (metrics read first: the
-    collector's readings are in that file)."""
+    """Per signal, what the job's collector received and delivered."""
     readings: dict[str, Reading] = defaultdict(Reading)
-    scans = {
-        signal: scan_file(otel_dir / f"{signal}.jsonl", signal, readings, progress)
-        for signal in sorted(SIGNALS, key=lambda s: s != "metrics")
-    }
+    scans = {signal: FileScan() for signal in SIGNALS}
+    for signal in SIGNALS:
+        for path in signal_files(otel_dir, signal):
+            scan_file(path, signal, readings, scans[signal], progress)
     known = {key: reading for key, reading in readings.items() if reading.series}
     return [weigh(signal, scans[signal], known) for signal in SIGNALS]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ._constants import COLLECTOR_DIR, SIGNALS
-from ._delivery_report import Progress, SignalReport, delivery_report
+from ._delivery_report import Progress, SignalReport, delivery_report, signal_files
 
 _BAR_WIDTH = 30
 _HEADERS = ("signal", "received", "in files", "to backend", "failed/dropped", "verdict")
@@ -75,8 +75,8 @@ def run_report(job_dir: Path, as_json: bool) -> bool:
     bar: _ProgressBar | None = None
     progress: Progress | None = None
     if sys.stderr.isatty():
-        sizes = [otel_dir / f"{s}.jsonl" for s in SIGNALS]
-        bar = _ProgressBar(sum(p.stat().st_size for p in sizes if p.exists()), sys.stderr)
+        paths = [p for s in SIGNALS for p in signal_files(otel_dir, s) if p.exists()]
+        bar = _ProgressBar(sum(p.stat().st_size for p in paths), sys.stderr)
         progress = bar
     try:
         reports = delivery_report(otel_dir, progress)

@@ -1,0 +1,208 @@
+"""A long job's footprint: the collector through a backend outage, and how fast the files grow.
+
+Both run the default combination of each line at the large job's load (``LARGE_JOB`` of
+``collector_load``: 2,000 spans, 1,000 log records and 460 data points per second), on the rig
+of ``collector_load`` (the real collector, the example's scrape targets on loopback, a counting
+backend behind the routing proxy's contract).
+
+- **Outage**: a warm-up at the load, then the backend answers 503, or accepts requests and
+  never answers (a black hole), for the outage (10 minutes; 90 s in quick mode) while the load
+  goes on, then answers again for a recovery at the load, and a quiet wait for the retries. The
+  collector's RSS is sampled every 100 ms throughout; the files and the backend are counted at
+  the end. What the backend kept from the outage, divided by the load's rate, is how long an
+  outage the backend path bridges without loss.
+- **File growth**: the bytes appended to ``<job dir>/otel/*.jsonl`` over a window at the load,
+  per item of the generator and per day; once with the delivery report off (the default) and
+  once on, whose own points add to ``metrics.jsonl``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from nemo_gym.orchestration.executors.otel import OTLP_HTTP_PORT
+
+from ._otlp_sink import SIGNALS
+from .collector_load import (
+    DEFAULT_COMBINATION,
+    ITEM_NAMES,
+    LARGE_JOB,
+    LINES,
+    MIB,
+    RSS_GOAL_MIB,
+    Generator,
+    Rig,
+    Step,
+    _log,
+    collector_binary,
+)
+
+WARMUP_SECONDS = 10
+OUTAGE_SECONDS = {True: 90, False: 600}
+RECOVERY_SECONDS = 60
+RETRY_SETTLE_SECONDS = 40  # the exporter's longest backoff (30 s) and an attempt's timeout
+GROWTH_SECONDS = {True: 20, False: 120}
+DAY_SECONDS = 86_400
+GB = 1e9
+
+
+@contextmanager
+def _rig(
+    binary: Path, line: str, generator: Generator, otel: dict[str, Any] | None = None
+) -> Iterator[Rig]:
+    with (
+        tempfile.TemporaryDirectory(prefix="nemo-gym-otel-long-") as root,
+        Rig(binary, line, DEFAULT_COMBINATION, Path(root), generator, otel) as rig,
+    ):
+        yield rig
+
+
+def _total(steps: list[Step], field: str) -> dict[str, int]:
+    return {s: sum(getattr(step, field).get(s, 0) for step in steps) for s in SIGNALS}
+
+
+def _outage(
+    binary: Path, line: str, mode: str, generator: Generator, quick: bool
+) -> dict[str, Any]:
+    outage_s = OUTAGE_SECONDS[quick]
+    with _rig(binary, line, generator) as rig:
+        assert rig.backend is not None
+        warm_base = rig._arrived()
+        warm = rig.step(LARGE_JOB, WARMUP_SECONDS)
+        rig.backend.set_mode(mode)
+        during = rig.step(LARGE_JOB, outage_s)
+        rig.backend.set_mode("up")
+        after = rig.step(LARGE_JOB, RECOVERY_SECONDS)
+        settle_start = time.monotonic()
+        time.sleep(RETRY_SETTLE_SECONDS)
+        settle_rss = max(
+            (s[2] for s in rig.sampler.between(settle_start, time.monotonic())), default=0
+        )
+        late, _ = rig._arrived()  # what the retries delivered after the recovery's step
+        steps = [warm, during, after]
+        accepted = _total(steps, "accepted")
+        files = {s: sum(st.delivered["files"].get(s, 0) for st in steps) for s in SIGNALS}
+        backend = {s: sum(st.delivered["backend"].get(s, 0) for st in steps) for s in SIGNALS}
+        counted = {
+            dest: {s: sum(st.delivered[dest].get(s, 0) for st in steps) for s in SIGNALS}
+            for dest in ("files", "backend")
+        }
+        start, _ = warm_base
+        for dest in ("files", "backend"):
+            for s in SIGNALS:
+                extra = late[dest].get(s, 0) - start[dest].get(s, 0) - counted[dest][s]
+                (files if dest == "files" else backend)[s] += extra
+    outside = {s: warm.accepted.get(s, 0) + after.accepted.get(s, 0) for s in SIGNALS}
+    kept = {s: max(backend[s] - outside[s], 0) for s in SIGNALS}
+    bridged = {s: kept[s] / LARGE_JOB[s] for s in SIGNALS}
+    result = {
+        "line": line,
+        "mode": mode,
+        "outage_seconds": outage_s,
+        "peak_rss_mib": {
+            "warm-up": warm.peak_rss / MIB,
+            "outage": during.peak_rss / MIB,
+            "recovery": max(after.peak_rss, settle_rss) / MIB,
+        },
+        "accepted": accepted,
+        "files": files,
+        "backend": backend,
+        "lost_at_files": {s: accepted[s] - files[s] for s in SIGNALS},
+        "lost_at_backend": {s: accepted[s] - backend[s] for s in SIGNALS},
+        "outage_bridged_seconds": bridged,
+        "cores_during_outage": during.cores,
+    }
+    _log(
+        f"{line} {mode}: peak RSS {max(result['peak_rss_mib'].values()):.0f} MiB, "
+        f"lost at files {result['lost_at_files']}, at backend {result['lost_at_backend']}, "
+        f"bridged {', '.join(f'{s} {v:.0f}s' for s, v in bridged.items())}"
+    )
+    return result
+
+
+def _sizes(otel_dir: Path) -> dict[str, int]:
+    return {
+        s: (otel_dir / f"{s}.jsonl").stat().st_size if (otel_dir / f"{s}.jsonl").exists() else 0
+        for s in SIGNALS
+    }
+
+
+def _growth(
+    binary: Path, line: str, generator: Generator, quick: bool, report: bool
+) -> dict[str, Any]:
+    seconds = GROWTH_SECONDS[quick]
+    with _rig(binary, line, generator, {"delivery_report": report}) as rig:
+        rig.step(LARGE_JOB, 5)  # the files exist and the first scrapes are in
+        before = _sizes(rig.config_path.parent)
+        step = rig.step(LARGE_JOB, seconds)
+        grown = {s: n - before[s] for s, n in _sizes(rig.config_path.parent).items()}
+    items = step.delivered["files"]
+    per_second = {s: grown[s] / seconds for s in SIGNALS}
+    result = {
+        "line": line,
+        "delivery_report": report,
+        "seconds": seconds,
+        "bytes": grown,
+        "items": items,
+        "bytes_per_item": {s: grown[s] / items[s] if items.get(s) else None for s in SIGNALS},
+        "gb_per_day": {s: per_second[s] * DAY_SECONDS / GB for s in SIGNALS},
+        "total_gb_per_day": sum(per_second.values()) * DAY_SECONDS / GB,
+        "cores": step.cores,
+    }
+    _log(
+        f"{line} files (delivery report {'on' if report else 'off'}): "
+        f"{result['total_gb_per_day']:.1f} GB/day, bytes per item "
+        + ", ".join(f"{s} {v:.0f}" for s, v in result["bytes_per_item"].items() if v)
+    )
+    return result
+
+
+def _rows(outages: list[dict[str, Any]], growth: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    rows = []
+    for o in outages:
+        peak = max(o["peak_rss_mib"].values())
+        lost_files = sum(o["lost_at_files"].values())
+        lost = ", ".join(f"{o['lost_at_backend'][s]:,} {ITEM_NAMES[s]}" for s in SIGNALS)
+        bridged = ", ".join(
+            f"{ITEM_NAMES[s]} {o['outage_bridged_seconds'][s]:.0f} s" for s in SIGNALS
+        )
+        rows.append(
+            (
+                f"outage {o['outage_seconds']} s ({o['mode']}), {o['line']}",
+                f"peak RSS {peak:.0f} MiB (goal < {RSS_GOAL_MIB}), files lost {lost_files}, "
+                f"backend lost {lost}; bridged {bridged}",
+            )
+        )
+    for g in growth:
+        per_item = ", ".join(
+            f"{ITEM_NAMES[s]} {g['bytes_per_item'][s]:.0f} B"
+            for s in SIGNALS
+            if g["bytes_per_item"][s]
+        )
+        rows.append(
+            (
+                f"file growth, {g['line']}, delivery report {'on' if g['delivery_report'] else 'off'}",
+                f"{g['total_gb_per_day']:.1f} GB/day at the large job's load; per item {per_item}",
+            )
+        )
+    return rows
+
+
+def long_jobs(quick: bool) -> dict[str, Any]:
+    generator = Generator(f"http://127.0.0.1:{OTLP_HTTP_PORT}")
+    outages, growth = [], []
+    try:
+        for line in LINES:
+            binary = collector_binary(line)
+            for report in (False, True):
+                growth.append(_growth(binary, line, generator, quick, report))
+            for mode in ("503", "black_hole"):
+                outages.append(_outage(binary, line, mode, generator, quick))
+    finally:
+        generator.close()
+    return {"outages": outages, "growth": growth, "rows": _rows(outages, growth)}
