@@ -289,7 +289,9 @@ class Rig:
         self.config_path = write_collector_config(config, "aime25", job_dir)
         self.job_dir = job_dir
         self.files = FileCounter(self.config_path.parent)
-        _wait_ports_free((OTLP_GRPC_PORT, OTLP_HTTP_PORT, COLLECTOR_HEALTH_PORT))
+        host = self.otel.get("listen_host", "localhost")
+        if host == "localhost":  # an address of its own is not shared with other collectors
+            _wait_ports_free((OTLP_GRPC_PORT, OTLP_HTTP_PORT, COLLECTOR_HEALTH_PORT))
         home = self.root / "home"
         home.mkdir()
         env = {
@@ -299,7 +301,7 @@ class Rig:
             "SLURM_JOB_ID": "4242",
         }
         collector = Collector(
-            self.binary, self.config_path, env, job_dir, self.root / "collector.log"
+            self.binary, self.config_path, env, job_dir, self.root / "collector.log", host
         )
         self._stack.callback(collector.kill)
         self._stack.callback(collector.stop)  # runs first: TERM, then the bounded wait

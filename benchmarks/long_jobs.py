@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from nemo_gym.orchestration.executors.otel import OTLP_HTTP_PORT
+from nemo_gym.orchestration.executors.otel._delivery_report import signal_files
 
 from ._otlp_sink import SIGNALS
 from .collector_load import (
@@ -49,6 +50,16 @@ RETRY_SETTLE_SECONDS = 40  # the exporter's longest backoff (30 s) and an attemp
 GROWTH_SECONDS = {True: 20, False: 120}
 DAY_SECONDS = 86_400
 GB = 1e9
+# The collector listens on a loopback address of its own: the default ports on localhost are
+# shared with every other collector on the machine.
+HOST = "127.0.0.61"
+# Small rotation sizes so that a short window rotates several times (the cost is per rotation
+# and per write); max_backups high enough that nothing is deleted inside the window.
+GROWTH_VARIANTS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "delivery report": {"delivery_report": True},
+    "rotation 8 MB": {"file_rotation": {"max_megabytes": 8, "max_backups": 1000}},
+}
 
 
 @contextmanager
@@ -57,7 +68,14 @@ def _rig(
 ) -> Iterator[Rig]:
     with (
         tempfile.TemporaryDirectory(prefix="nemo-gym-otel-long-") as root,
-        Rig(binary, line, DEFAULT_COMBINATION, Path(root), generator, otel) as rig,
+        Rig(
+            binary,
+            line,
+            DEFAULT_COMBINATION,
+            Path(root),
+            generator,
+            {**(otel or {}), "listen_host": HOST},
+        ) as rig,
     ):
         yield rig
 
@@ -127,36 +145,39 @@ def _outage(
 
 def _sizes(otel_dir: Path) -> dict[str, int]:
     return {
-        s: (otel_dir / f"{s}.jsonl").stat().st_size if (otel_dir / f"{s}.jsonl").exists() else 0
-        for s in SIGNALS
+        s: sum(p.stat().st_size for p in signal_files(otel_dir, s) if p.exists()) for s in SIGNALS
     }
 
 
 def _growth(
-    binary: Path, line: str, generator: Generator, quick: bool, report: bool
+    binary: Path, line: str, generator: Generator, quick: bool, variant: str
 ) -> dict[str, Any]:
     seconds = GROWTH_SECONDS[quick]
-    with _rig(binary, line, generator, {"delivery_report": report}) as rig:
+    with _rig(binary, line, generator, GROWTH_VARIANTS[variant]) as rig:
         rig.step(LARGE_JOB, 5)  # the files exist and the first scrapes are in
         before = _sizes(rig.config_path.parent)
         step = rig.step(LARGE_JOB, seconds)
         grown = {s: n - before[s] for s, n in _sizes(rig.config_path.parent).items()}
+        files = {s: len(signal_files(rig.config_path.parent, s)) for s in SIGNALS}
     items = step.delivered["files"]
     per_second = {s: grown[s] / seconds for s in SIGNALS}
     result = {
         "line": line,
-        "delivery_report": report,
+        "variant": variant,
         "seconds": seconds,
         "bytes": grown,
+        "files": files,
         "items": items,
         "bytes_per_item": {s: grown[s] / items[s] if items.get(s) else None for s in SIGNALS},
         "gb_per_day": {s: per_second[s] * DAY_SECONDS / GB for s in SIGNALS},
         "total_gb_per_day": sum(per_second.values()) * DAY_SECONDS / GB,
         "cores": step.cores,
+        "peak_rss_mib": step.peak_rss / MIB,
+        "held": step.held,
     }
     _log(
-        f"{line} files (delivery report {'on' if report else 'off'}): "
-        f"{result['total_gb_per_day']:.1f} GB/day, bytes per item "
+        f"{line} files ({variant}): {result['total_gb_per_day']:.1f} GB/day, "
+        f"{step.cores:.3f} cores, files {files}, bytes per item "
         + ", ".join(f"{s} {v:.0f}" for s, v in result["bytes_per_item"].items() if v)
     )
     return result
@@ -186,21 +207,22 @@ def _rows(outages: list[dict[str, Any]], growth: list[dict[str, Any]]) -> list[t
         )
         rows.append(
             (
-                f"file growth, {g['line']}, delivery report {'on' if g['delivery_report'] else 'off'}",
-                f"{g['total_gb_per_day']:.1f} GB/day at the large job's load; per item {per_item}",
+                f"file growth, {g['line']}, {g['variant']}",
+                f"{g['total_gb_per_day']:.1f} GB/day at the large job's load, "
+                f"collector {g['cores']:.3f} cores; per item {per_item}",
             )
         )
     return rows
 
 
 def long_jobs(quick: bool) -> dict[str, Any]:
-    generator = Generator(f"http://127.0.0.1:{OTLP_HTTP_PORT}")
+    generator = Generator(f"http://{HOST}:{OTLP_HTTP_PORT}")
     outages, growth = [], []
     try:
         for line in LINES:
             binary = collector_binary(line)
-            for report in (False, True):
-                growth.append(_growth(binary, line, generator, quick, report))
+            for variant in GROWTH_VARIANTS:
+                growth.append(_growth(binary, line, generator, quick, variant))
             for mode in ("503", "black_hole"):
                 outages.append(_outage(binary, line, mode, generator, quick))
     finally:
