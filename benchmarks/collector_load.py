@@ -303,6 +303,7 @@ class Rig:
         collector = Collector(
             self.binary, self.config_path, env, job_dir, self.root / "collector.log", host
         )
+        self.collector = collector
         self._stack.callback(collector.kill)
         self._stack.callback(collector.stop)  # runs first: TERM, then the bounded wait
         collector.wait_healthy()

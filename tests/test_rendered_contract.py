@@ -34,7 +34,7 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
     # Provenance header.
     head = text.splitlines()[:3]
     assert head[0].startswith("# OpenTelemetry Collector config rendered by nemo-gym-otel ")
-    assert f"line {line}, combination {combination}, template version 3" in head[1]
+    assert f"line {line}, combination {combination}, template version 4" in head[1]
 
     assert config["extensions"]["health_check"]["endpoint"] == "localhost:13133"
     assert config["service"]["extensions"] == ["health_check"]
@@ -123,11 +123,15 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
         backend = exporters[f"{otlp_http_type}/backend"]
         assert backend["endpoint"] == "https://otlp.observability.example.internal"
         assert backend["headers"] == {"Authorization": "Bearer ${env:OTEL_TOKEN}"}
-        # The shutdown bound: no more queued than consumers, each request waits one timeout.
+        # The shutdown bound: no more requests queued than consumers (items in batches of at
+        # least min_size, one partial batch), each request waits one timeout.
         assert backend["timeout"] == "3s"
         queue = backend["sending_queue"]
-        assert queue["sizer"] == "requests" and queue["block_on_overflow"] is False
-        assert queue["queue_size"] <= queue["num_consumers"]
+        assert queue["sizer"] == "items" and queue["block_on_overflow"] is False
+        batch = queue["batch"]
+        assert batch["min_size"] <= batch["max_size"]
+        requests = -(-queue["queue_size"] // batch["min_size"]) + 1
+        assert requests <= queue["num_consumers"], requests
         assert backend["retry_on_failure"]["enabled"] is True
 
     pipelines = config["service"]["pipelines"]
