@@ -48,7 +48,7 @@ WARMUP_SECONDS = 10
 OUTAGE_SECONDS = {True: 90, False: 600}
 RECOVERY_SECONDS = 60
 RETRY_SETTLE_SECONDS = 40  # the exporter's longest backoff (30 s) and an attempt's timeout
-GROWTH_SECONDS = {True: 20, False: 120}
+GROWTH_SECONDS = {True: 20, False: 60}
 DAY_SECONDS = 86_400
 GB = 1e9
 # The collector listens on a loopback address of its own: the default ports on localhost are
