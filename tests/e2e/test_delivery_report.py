@@ -69,10 +69,14 @@ requires_package: 0.1.0
       max_elapsed_time: {retry}s
     sending_queue:
       enabled: true
-      sizer: requests
+      sizer: items
+      queue_size: 25000
       num_consumers: 100
-      queue_size: 100
       block_on_overflow: false
+      batch:
+        flush_timeout: 1s
+        min_size: 2048
+        max_size: 8192
 {{% endblock %}}
 """
 RANGES = {"legacy": ("0.130.0", "0.151.0"), "current": ("0.151.0", "")}
