@@ -234,8 +234,11 @@ class Rig:
         root: Path,
         generator: Generator,
         otel: dict[str, Any] | None = None,
+        template_dirs: list[Path] | None = None,
     ):
-        """``otel``: keys set in the example's ``otel`` section besides the rig's own."""
+        """``otel``: keys set in the example's ``otel`` section besides the rig's own;
+        ``template_dirs``: override templates to render with."""
+        self.template_dirs = template_dirs
         self.binary, self.line, self.combination = binary, line, combination
         self.root, self.generator = root, generator
         self.otel = otel or {}
@@ -286,7 +289,9 @@ class Rig:
         )
         config = SubmitConfig.from_dict(mapping)
         job_dir = self.root / "runs" / "gym-bench" / "aime25"
-        self.config_path = write_collector_config(config, "aime25", job_dir)
+        self.config_path = write_collector_config(
+            config, "aime25", job_dir, template_dirs=self.template_dirs
+        )
         self.job_dir = job_dir
         self.files = FileCounter(self.config_path.parent)
         host = self.otel.get("listen_host", "localhost")

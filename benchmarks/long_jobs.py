@@ -18,6 +18,7 @@ backend behind the routing proxy's contract).
 
 from __future__ import annotations
 
+import statistics
 import tempfile
 import time
 from collections.abc import Iterator
@@ -57,6 +58,13 @@ HOST = "127.0.0.61"
 # Outages run the two lines side by side (they take minutes each), each on an address of its
 # own with its own load generator; RSS and counts are what they measure, not CPU.
 OUTAGE_HOSTS = {"current": "127.0.0.62", "legacy": "127.0.0.63"}
+# The original module's layout (one pipeline per signal, the tenant attribute on everything,
+# both exporters on it) as an override of the current line, against the default combination.
+ORIGINAL_LAYOUT = Path(__file__).with_name("original_layout")
+COST_FACTORS = (1, 10)
+COST_SECONDS = {True: 10, False: 30}
+COST_ROUNDS = {True: 1, False: 3}
+COST_LINE = "current"
 # Small rotation sizes so that a short window rotates several times (the cost is per rotation
 # and per write); max_backups high enough that nothing is deleted inside the window.
 GROWTH_VARIANTS: dict[str, dict[str, Any]] = {
@@ -73,6 +81,7 @@ def _rig(
     generator: Generator,
     otel: dict[str, Any] | None = None,
     host: str = HOST,
+    template_dirs: list[Path] | None = None,
 ) -> Iterator[Rig]:
     with (
         tempfile.TemporaryDirectory(prefix="nemo-gym-otel-long-") as root,
@@ -83,6 +92,7 @@ def _rig(
             Path(root),
             generator,
             {**(otel or {}), "listen_host": host},
+            template_dirs,
         ) as rig,
     ):
         yield rig
@@ -223,6 +233,33 @@ def _rows(outages: list[dict[str, Any]], growth: list[dict[str, Any]]) -> list[t
     return rows
 
 
+def _design_cost(
+    binary: Path, generator: Generator, quick: bool, host: str = HOST
+) -> dict[str, Any]:
+    """CPU and RSS of the default combination against the original layout, interleaved."""
+    result: dict[str, Any] = {}
+    for factor in COST_FACTORS:
+        rates = {s: rate * factor for s, rate in LARGE_JOB.items()}
+        runs: dict[str, list[Step]] = {"design": [], "original": []}
+        for _ in range(COST_ROUNDS[quick]):
+            for layout, dirs in (("design", None), ("original", [ORIGINAL_LAYOUT])):
+                with _rig(binary, COST_LINE, generator, host=host, template_dirs=dirs) as rig:
+                    rig.step(rates, 3)  # warm-up: first scrapes, connections
+                    runs[layout].append(rig.step(rates, COST_SECONDS[quick]))
+        cores = {k: statistics.median(st.cores for st in v) for k, v in runs.items()}
+        rss = {k: statistics.median(st.peak_rss / MIB for st in v) for k, v in runs.items()}
+        result[f"{factor}x"] = {
+            "cores": cores,
+            "peak_rss_mib": rss,
+            "cpu_ratio": cores["design"] / cores["original"],
+            "rss_ratio": rss["design"] / rss["original"],
+            "held": {k: all(st.held for st in v) for k, v in runs.items()},
+            "problems": {k: [p for st in v for p in st.problems] for k, v in runs.items()},
+        }
+        _log(f"design cost {factor}x: {result[f'{factor}x']}")
+    return result
+
+
 def _line_outages(line: str, binary: Path, quick: bool) -> list[dict[str, Any]]:
     generator = Generator(f"http://{OUTAGE_HOSTS[line]}:{OTLP_HTTP_PORT}")
     try:
@@ -239,9 +276,19 @@ def long_jobs(quick: bool) -> dict[str, Any]:
         for line, binary in binaries.items():
             for variant in GROWTH_VARIANTS:
                 growth.append(_growth(binary, line, generator, quick, variant))
+        cost = _design_cost(binaries[COST_LINE], generator, quick)
     finally:
         generator.close()
     with ThreadPoolExecutor(len(binaries)) as pool:
         futures = [pool.submit(_line_outages, line, b, quick) for line, b in binaries.items()]
         outages = [o for future in futures for o in future.result()]
-    return {"outages": outages, "growth": growth, "rows": _rows(outages, growth)}
+    rows = _rows(outages, growth) + [
+        (
+            f"design vs original layout, {factor} ({COST_LINE}; goal <= 1.2)",
+            f"CPU {c['cores']['design']:.3f} vs {c['cores']['original']:.3f} cores "
+            f"(ratio {c['cpu_ratio']:.2f}), RSS {c['peak_rss_mib']['design']:.0f} vs "
+            f"{c['peak_rss_mib']['original']:.0f} MiB (ratio {c['rss_ratio']:.2f})",
+        )
+        for factor, c in cost.items()
+    ]
+    return {"outages": outages, "growth": growth, "design_cost": cost, "rows": rows}
