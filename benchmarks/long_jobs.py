@@ -18,6 +18,7 @@ backend behind the routing proxy's contract).
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import tempfile
 import time
@@ -55,9 +56,15 @@ GB = 1e9
 # The collector listens on a loopback address of its own: the default ports on localhost are
 # shared with every other collector on the machine.
 HOST = "127.0.0.61"
-# Outages run the two lines side by side (they take minutes each), each on an address of its
-# own with its own load generator; RSS and counts are what they measure, not CPU.
-OUTAGE_HOSTS = {"current": "127.0.0.62", "legacy": "127.0.0.63"}
+# The four outages (two lines, two modes) run side by side (they take minutes each), each on an
+# address of its own with its own load generator; RSS and counts are what they measure, not CPU.
+OUTAGE_MODES = ("503", "black_hole")
+OUTAGE_HOSTS = {
+    ("current", "503"): "127.0.0.62",
+    ("current", "black_hole"): "127.0.0.63",
+    ("legacy", "503"): "127.0.0.64",
+    ("legacy", "black_hole"): "127.0.0.65",
+}
 # The original module's layout (one pipeline per signal, the tenant attribute on everything,
 # both exporters on it) as an override of the current line, against the default combination.
 ORIGINAL_LAYOUT = Path(__file__).with_name("original_layout")
@@ -102,11 +109,11 @@ def _total(steps: list[Step], field: str) -> dict[str, int]:
     return {s: sum(getattr(step, field).get(s, 0) for step in steps) for s in SIGNALS}
 
 
-def _outage(
-    binary: Path, line: str, mode: str, generator: Generator, quick: bool
-) -> dict[str, Any]:
+def _outage(binary: Path, line: str, mode: str, quick: bool) -> dict[str, Any]:
     outage_s = OUTAGE_SECONDS[quick]
-    with _rig(binary, line, generator) as rig:
+    host = OUTAGE_HOSTS[line, mode]
+    generator = Generator(f"http://{host}:{OTLP_HTTP_PORT}")
+    with contextlib.closing(generator), _rig(binary, line, generator, host=host) as rig:
         assert rig.backend is not None
         warm_base = rig._arrived()
         warm = rig.step(LARGE_JOB, WARMUP_SECONDS)
@@ -260,14 +267,6 @@ def _design_cost(
     return result
 
 
-def _line_outages(line: str, binary: Path, quick: bool) -> list[dict[str, Any]]:
-    generator = Generator(f"http://{OUTAGE_HOSTS[line]}:{OTLP_HTTP_PORT}")
-    try:
-        return [_outage(binary, line, mode, generator, quick) for mode in ("503", "black_hole")]
-    finally:
-        generator.close()
-
-
 def long_jobs(quick: bool) -> dict[str, Any]:
     binaries = {line: collector_binary(line) for line in LINES}
     growth = []
@@ -279,9 +278,11 @@ def long_jobs(quick: bool) -> dict[str, Any]:
         cost = _design_cost(binaries[COST_LINE], generator, quick)
     finally:
         generator.close()
-    with ThreadPoolExecutor(len(binaries)) as pool:
-        futures = [pool.submit(_line_outages, line, b, quick) for line, b in binaries.items()]
-        outages = [o for future in futures for o in future.result()]
+    with ThreadPoolExecutor(len(OUTAGE_HOSTS)) as pool:
+        futures = [
+            pool.submit(_outage, binaries[line], line, mode, quick) for line, mode in OUTAGE_HOSTS
+        ]
+        outages = [future.result() for future in futures]
     rows = _rows(outages, growth) + [
         (
             f"design vs original layout, {factor} ({COST_LINE}; goal <= 1.2)",
