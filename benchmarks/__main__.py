@@ -16,7 +16,7 @@ from typing import Any
 
 from ._stats import Sample, describe, table
 
-SUITES = ("render", "write", "import", "collector")
+SUITES = ("render", "write", "import", "collector", "long_jobs")
 
 
 def _cpu_model() -> str:
@@ -114,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
 
         results["collector"] = collector_load(quick=args.quick)
         rows += results["collector"].pop("rows")
+    if "long_jobs" in args.only:
+        from .long_jobs import long_jobs
+
+        results["long_jobs"] = long_jobs(quick=args.quick)
+        rows += results["long_jobs"].pop("rows")
 
     print(table(rows))
     args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ the load generator's scope: the collector adds its own (span metrics, scrapes).
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -23,6 +24,8 @@ from support.e2e_otlp import resource_groups
 from ._otlp_load import SCOPE
 
 SIGNALS = ("traces", "logs", "metrics")
+OUTAGE_MODES = ("up", "503", "black_hole")
+BLACK_HOLE_HOLD_SECONDS = 900  # longer than any outage run: the exporter's timeout ends it first
 _SCOPE_BYTES = json.dumps(SCOPE).encode()  # as the file exporter writes the scope's name
 _SCOPES = {"traces": "scope_spans", "logs": "scope_logs", "metrics": "scope_metrics"}
 
@@ -54,6 +57,9 @@ class CountingBackend(OtlpBackend):
     def __init__(self, token: str) -> None:
         # Set before the server starts answering in OtlpBackend.__init__.
         self._token = token
+        self.mode = "up"  # OUTAGE_MODES: answers, answers 503, or holds requests unanswered
+        self._recovered = threading.Event()
+        self._recovered.set()
         self.delivered: Counter[str] = Counter()
         self.lost: Counter[str] = Counter()  # no tenant attribute, or the wrong header
         self.last_arrival = 0.0  # time.monotonic() of the last payload with items of ours
@@ -62,6 +68,25 @@ class CountingBackend(OtlpBackend):
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def set_mode(self, mode: str) -> None:
+        """``up``, ``503`` (an outage the exporter retries) or ``black_hole`` (accepts requests
+        and never answers until the outage ends, then drops them unanswered)."""
+        if mode not in OUTAGE_MODES:
+            raise ValueError(f"mode must be one of {OUTAGE_MODES}")
+        self.mode = mode
+        if mode == "up":
+            self._recovered.set()
+        else:
+            self._recovered.clear()
+
+    def _serve(self, handler: Any, path: str, body: bytes) -> Any:
+        if self.mode == "503":
+            return 503, "text/plain", b"outage"
+        if self.mode == "black_hole":
+            self._recovered.wait(BLACK_HOLE_HOLD_SECONDS)
+            return None
+        return super()._serve(handler, path, body)
 
     def receive(self, signal: str, message: Any, headers: Any) -> None:
         items = message_items(signal, message)

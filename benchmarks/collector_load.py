@@ -47,6 +47,7 @@ from nemo_gym.orchestration.executors.otel import (
     OTLP_HTTP_PORT,
     write_collector_config,
 )
+from nemo_gym.orchestration.executors.otel._pipeline import render_unchecked
 
 from ._otlp_sink import SIGNALS, CountingBackend, FileCounter
 from ._stats import Sample
@@ -227,9 +228,24 @@ class Step:
 class Rig:
     """The backend, the scrape targets, the rendered config and the collector, for one ramp."""
 
-    def __init__(self, binary: Path, line: str, combination: str, root: Path, generator: Generator):
+    def __init__(
+        self,
+        binary: Path,
+        line: str,
+        combination: str,
+        root: Path,
+        generator: Generator,
+        otel: dict[str, Any] | None = None,
+        template_dirs: list[Path] | None = None,
+        unchecked: bool = False,
+    ):
+        """``otel``: keys set in the example's ``otel`` section besides the rig's own;
+        ``template_dirs``: override templates to render with; ``unchecked``: render them
+        without the package's checks (a layout kept only to be measured against)."""
+        self.template_dirs, self.unchecked = template_dirs, unchecked
         self.binary, self.line, self.combination = binary, line, combination
         self.root, self.generator = root, generator
+        self.otel = otel or {}
         self.token = "bench-" + secrets.token_hex(12)
         self._stack = ExitStack()
 
@@ -273,12 +289,29 @@ class Rig:
             collector_version=collector_release(self.line),
             gpu_metrics_port=targets["dcgm"].port,
             node_metrics_port=targets["node"].port,
+            **self.otel,
         )
         config = SubmitConfig.from_dict(mapping)
         job_dir = self.root / "runs" / "gym-bench" / "aime25"
-        self.config_path = write_collector_config(config, "aime25", job_dir)
+        if self.unchecked:
+            # A layout the token and tenant rules refuse (the original module's, which stamps
+            # the tenant attribute on the files too), rendered only to measure its cost: the
+            # token is the rig's throwaway one and the job directory a temporary one.
+            rendering = render_unchecked(
+                config, "aime25", job_dir, template_dirs=self.template_dirs
+            )
+            self.config_path = job_dir / "otel" / "collector.yaml"
+            self.config_path.parent.mkdir(parents=True)
+            self.config_path.write_text(rendering.text, encoding="utf-8")
+        else:
+            self.config_path = write_collector_config(
+                config, "aime25", job_dir, template_dirs=self.template_dirs
+            )
+        self.job_dir = job_dir
         self.files = FileCounter(self.config_path.parent)
-        _wait_ports_free((OTLP_GRPC_PORT, OTLP_HTTP_PORT, COLLECTOR_HEALTH_PORT))
+        host = self.otel.get("listen_host", "localhost")
+        if host == "localhost":  # an address of its own is not shared with other collectors
+            _wait_ports_free((OTLP_GRPC_PORT, OTLP_HTTP_PORT, COLLECTOR_HEALTH_PORT))
         home = self.root / "home"
         home.mkdir()
         env = {
@@ -288,8 +321,9 @@ class Rig:
             "SLURM_JOB_ID": "4242",
         }
         collector = Collector(
-            self.binary, self.config_path, env, job_dir, self.root / "collector.log"
+            self.binary, self.config_path, env, job_dir, self.root / "collector.log", host
         )
+        self.collector = collector
         self._stack.callback(collector.kill)
         self._stack.callback(collector.stop)  # runs first: TERM, then the bounded wait
         collector.wait_healthy()

@@ -34,7 +34,7 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
     # Provenance header.
     head = text.splitlines()[:3]
     assert head[0].startswith("# OpenTelemetry Collector config rendered by nemo-gym-otel ")
-    assert f"line {line}, combination {combination}, template version 3" in head[1]
+    assert f"line {line}, combination {combination}, template version 4" in head[1]
 
     assert config["extensions"]["health_check"]["endpoint"] == "localhost:13133"
     assert config["service"]["extensions"] == ["health_check"]
@@ -123,11 +123,15 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
         backend = exporters[f"{otlp_http_type}/backend"]
         assert backend["endpoint"] == "https://otlp.observability.example.internal"
         assert backend["headers"] == {"Authorization": "Bearer ${env:OTEL_TOKEN}"}
-        # The shutdown bound: no more queued than consumers, each request waits one timeout.
+        # The shutdown bound: no more requests queued than consumers (items in batches of at
+        # least min_size, one partial batch), each request waits one timeout.
         assert backend["timeout"] == "3s"
         queue = backend["sending_queue"]
-        assert queue["sizer"] == "requests" and queue["block_on_overflow"] is False
-        assert queue["queue_size"] <= queue["num_consumers"]
+        assert queue["sizer"] == "items" and queue["block_on_overflow"] is False
+        batch = queue["batch"]
+        assert batch["min_size"] <= batch["max_size"]
+        requests = -(-queue["queue_size"] // batch["min_size"]) + 1
+        assert requests <= queue["num_consumers"], requests
         assert backend["retry_on_failure"]["enabled"] is True
 
     pipelines = config["service"]["pipelines"]
@@ -180,3 +184,25 @@ def test_listen_host_and_fast_scrape() -> None:
         assert node["job_name"] == "node" and node["static_configs"][0]["targets"] == [
             "localhost:9100"
         ]
+
+
+@pytest.mark.parametrize(
+    ("listen_host", "pushed_to"),
+    [
+        ("localhost", "http://localhost:4318/v1/metrics"),
+        ("::1", "http://[::1]:4318/v1/metrics"),
+        ("10.1.2.3", "http://10.1.2.3:4318/v1/metrics"),
+        ("0.0.0.0", "http://127.0.0.1:4318/v1/metrics"),  # a wildcard binds loopback too
+        ("::", "http://[::1]:4318/v1/metrics"),
+    ],
+)
+def test_delivery_report_pushes_to_the_own_receiver(listen_host: str, pushed_to: str) -> None:
+    """The collector's own counters go to its own OTLP/HTTP receiver, without the token."""
+    data = helpers.load_mapping(helpers.CONFIGS / "long-job.yaml")
+    data["otel"]["listen_host"] = listen_host
+    for _, _, text in helpers.render_variants(SubmitConfig.from_dict(data)):
+        parsed = yaml.safe_load(text)
+        (reader,) = parsed["service"]["telemetry"]["metrics"]["readers"]
+        exporter = reader["periodic"]["exporter"]["otlp"]
+        assert exporter == {"protocol": "http/protobuf", "endpoint": pushed_to}
+        assert "OTEL_TOKEN" not in str(parsed["service"]["telemetry"])

@@ -147,8 +147,19 @@ class Run:
 class Life:
     """A job directory, its rendered config and its backend, across starts of the collector."""
 
-    def __init__(self, line: str, host: str, tmp_path: Path, binary: Path, token: str) -> None:
+    def __init__(
+        self,
+        line: str,
+        host: str,
+        tmp_path: Path,
+        binary: Path,
+        token: str,
+        otel: dict[str, Any] | None = None,
+        template_dirs: list[Path] | None = None,
+    ) -> None:
+        """``otel``: keys added to the job's ``otel`` section; ``template_dirs``: overrides."""
         self.line = line
+        self._otel = otel or {}
         self.host = host
         self.tmp_path = tmp_path
         self.binary = binary
@@ -157,7 +168,9 @@ class Life:
         self.backend = OtlpBackend()
         self.proxy = RoutingProxy(self.backend, token)
         self.job_dir = tmp_path / "runs" / GYM_JOB_ID / BENCHMARK
-        self.config_path = write_collector_config(self._config(), BENCHMARK, self.job_dir)
+        self.config_path = write_collector_config(
+            self._config(), BENCHMARK, self.job_dir, template_dirs=template_dirs
+        )
         self.otel_dir = self.config_path.parent
 
     def file_items(self, signal: str) -> list[Any]:
@@ -181,6 +194,7 @@ class Life:
                     # Nothing to scrape: the scenarios are about the OTLP paths.
                     "gpu_metrics_port": None,
                     "node_metrics_port": None,
+                    **self._otel,
                 },
             }
         )

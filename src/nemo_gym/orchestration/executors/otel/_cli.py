@@ -22,6 +22,7 @@ from pathlib import Path
 from ._checks.binary import CollectorVerdict, collector_release, collector_verdict
 from ._checks.collector import validate_collector_config
 from ._checks.mermaid import pipeline_mermaid
+from ._common.constants import COLLECTOR_DIR
 from ._common.errors import (
     CollectorConfigError,
     OtelConfigError,
@@ -36,6 +37,7 @@ from ._pipeline import (
     render_unchecked,
     write_collector_config,
 )
+from ._report_view import run_report
 from ._step import collector_step, collector_step_script
 from ._submit.config import SubmitConfig
 from ._submit.driver_env import merged_driver_env
@@ -333,6 +335,18 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return code
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    job_dir = Path(args.job_dir)
+    if not (job_dir / COLLECTOR_DIR).is_dir():
+        print(
+            f"{PROG}: error: JOB_DIR: {job_dir} has no otel/ folder; "
+            "pass the benchmark's job directory, <output_path>/<gym_job_id>/<benchmark>",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    return EXIT_OK if run_report(job_dir, args.json) else EXIT_INVALID
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -446,6 +460,13 @@ def _parser() -> argparse.ArgumentParser:
     template_dirs(check)
     judged_by_collector(check)
     check.set_defaults(run=_cmd_check)
+
+    report = commands.add_parser(
+        "report", help="what the job's collector received and delivered (otel.delivery_report)"
+    )
+    report.add_argument("job_dir", metavar="JOB_DIR", help="the benchmark's job directory")
+    report.add_argument("--json", action="store_true", help="a JSON document for scripts")
+    report.set_defaults(run=_cmd_report)
     return parser
 
 

@@ -21,3 +21,7 @@ MODEL_SERVICE_TYPES = ("vllm", "vllm_pd")
 EXPORTER_KINDS = ("otlp_http", "file")
 SIGNALS = ("traces", "metrics", "logs")
 TEMPLATE_PATH_ENV = "NEMO_GYM_OTEL_TEMPLATE_PATH"
+# The delivery report (otel.delivery_report): the resource attribute that marks the collector's
+# own counters among the job's metrics, and how often the collector pushes them to itself.
+DELIVERY_REPORT_MARKER = "nemo_gym.otel.delivery_report"
+DELIVERY_REPORT_INTERVAL_SECONDS = 5

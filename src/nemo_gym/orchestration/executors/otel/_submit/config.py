@@ -77,6 +77,14 @@ class Job:
 
 
 @dataclass(frozen=True)
+class FileRotation:
+    """``otel.file_rotation``: bounds each ``<signal>.jsonl`` of a long job (see the schema)."""
+
+    max_megabytes: int
+    max_backups: int
+
+
+@dataclass(frozen=True)
 class Otel:
     """The ``otel`` section with every default filled in (see the submit-config schema)."""
 
@@ -97,6 +105,8 @@ class Otel:
     exporters: tuple[str, ...] = ("otlp_http", "file")
     collector_version: str | None = None
     listen_host: str = "localhost"
+    delivery_report: bool = False
+    file_rotation: FileRotation | None = None
 
 
 @dataclass(frozen=True)
@@ -212,6 +222,10 @@ def _build(data: Mapping[str, Any]) -> SubmitConfig:
     if "exporters" in otel_raw:
         otel_raw["exporters"] = tuple(otel_raw["exporters"])
     otel_raw = {key: _whole(value) for key, value in otel_raw.items()}
+    if otel_raw.get("file_rotation") is not None:
+        otel_raw["file_rotation"] = FileRotation(
+            **{key: _whole(value) for key, value in otel_raw["file_rotation"].items()}
+        )
     config = SubmitConfig(
         services=_frozen(services),
         compute=Compute(

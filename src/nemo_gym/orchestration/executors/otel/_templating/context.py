@@ -17,10 +17,14 @@ Template variables (documented for override authors):
 ``resource``    the job's resource attributes: a list of {key, value}
 ``backend``     endpoint (OTLP/HTTP base URL) and token (the placeholder for the ingest token)
 ``files``       signal name to the absolute path of its ``*.jsonl`` file
+``delivery_report``  null, or (``otel.delivery_report``) marker (the resource attribute of the
+                collector's own counters), interval_ms, endpoint (its own OTLP/HTTP metrics URL)
+``rotation``    null, or (``otel.file_rotation``) max_megabytes, max_backups
 """
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import os
 from pathlib import PurePosixPath
@@ -29,6 +33,8 @@ from typing import Any
 from .._common.constants import (
     COLLECTOR_DIR,
     COLLECTOR_HEALTH_PORT,
+    DELIVERY_REPORT_INTERVAL_SECONDS,
+    DELIVERY_REPORT_MARKER,
     OTLP_GRPC_PORT,
     OTLP_HTTP_PORT,
     SIGNALS,
@@ -58,6 +64,11 @@ def checked(value: str, path: str) -> str:
 
 def _host_port(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+# The delivery report pushes to the collector's own receiver: a wildcard listen_host binds the
+# loopback interface too, and an unspecified address is no place to send to.
+_WILDCARD_TO_LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "::1"}
 
 
 def submitting_user() -> str:
@@ -159,4 +170,14 @@ def template_context(
             "token": EnvRef(otel.token_env),
         },
         "files": {signal: str(otel_dir / f"{signal}.jsonl") for signal in SIGNALS},
+        "delivery_report": {
+            "marker": DELIVERY_REPORT_MARKER,
+            "interval_ms": DELIVERY_REPORT_INTERVAL_SECONDS * 1000,
+            "endpoint": "http://"
+            + _host_port(_WILDCARD_TO_LOOPBACK.get(host, host), OTLP_HTTP_PORT)
+            + "/v1/metrics",
+        }
+        if otel.delivery_report
+        else None,
+        "rotation": dataclasses.asdict(otel.file_rotation) if otel.file_rotation else None,
     }

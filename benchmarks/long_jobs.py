@@ -1,0 +1,296 @@
+"""A long job's footprint: the collector through a backend outage, and how fast the files grow.
+
+Both run the default combination of each line at the large job's load (``LARGE_JOB`` of
+``collector_load``: 2,000 spans, 1,000 log records and 460 data points per second), on the rig
+of ``collector_load`` (the real collector, the example's scrape targets on loopback, a counting
+backend behind the routing proxy's contract).
+
+- **Outage**: a warm-up at the load, then the backend answers 503, or accepts requests and
+  never answers (a black hole), for the outage (10 minutes; 90 s in quick mode) while the load
+  goes on, then answers again for a recovery at the load, and a quiet wait for the retries. The
+  collector's RSS is sampled every 100 ms throughout; the files and the backend are counted at
+  the end. What the backend kept from the outage, divided by the load's rate, is how long an
+  outage the backend path bridges without loss.
+- **File growth**: the bytes appended to ``<job dir>/otel/*.jsonl`` over a window at the load,
+  per item of the generator and per day; once with the delivery report off (the default) and
+  once on, whose own points add to ``metrics.jsonl``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from nemo_gym.orchestration.executors.otel import OTLP_HTTP_PORT
+from nemo_gym.orchestration.executors.otel._delivery_report import signal_files
+
+from ._otlp_sink import SIGNALS
+from .collector_load import (
+    DEFAULT_COMBINATION,
+    ITEM_NAMES,
+    LARGE_JOB,
+    LINES,
+    MIB,
+    RSS_GOAL_MIB,
+    Generator,
+    Rig,
+    Step,
+    _log,
+    collector_binary,
+)
+
+WARMUP_SECONDS = 10
+OUTAGE_SECONDS = {True: 90, False: 600}
+RECOVERY_SECONDS = 60
+RETRY_SETTLE_SECONDS = 40  # the exporter's longest backoff (30 s) and an attempt's timeout
+GROWTH_SECONDS = {True: 20, False: 60}
+DAY_SECONDS = 86_400
+GB = 1e9
+# The collector listens on a loopback address of its own: the default ports on localhost are
+# shared with every other collector on the machine.
+HOST = "127.0.0.61"
+# The four outages (two lines, two modes) run side by side (they take minutes each), each on an
+# address of its own with its own load generator; RSS and counts are what they measure, not CPU.
+OUTAGE_MODES = ("503", "black_hole")
+OUTAGE_HOSTS = {
+    ("current", "503"): "127.0.0.62",
+    ("current", "black_hole"): "127.0.0.63",
+    ("legacy", "503"): "127.0.0.64",
+    ("legacy", "black_hole"): "127.0.0.65",
+}
+# The original module's layout (one pipeline per signal, the tenant attribute on everything,
+# both exporters on it) as an override of the current line, against the default combination.
+ORIGINAL_LAYOUT = Path(__file__).with_name("original_layout")
+COST_FACTORS = (1, 10)
+COST_SECONDS = {True: 10, False: 30}
+COST_ROUNDS = {True: 1, False: 3}
+COST_LINE = "current"
+# Small rotation sizes so that a short window rotates several times (the cost is per rotation
+# and per write); max_backups high enough that nothing is deleted inside the window.
+GROWTH_VARIANTS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "delivery report": {"delivery_report": True},
+    "rotation 8 MB": {"file_rotation": {"max_megabytes": 8, "max_backups": 1000}},
+}
+
+
+@contextmanager
+def _rig(
+    binary: Path,
+    line: str,
+    generator: Generator,
+    otel: dict[str, Any] | None = None,
+    host: str = HOST,
+    template_dirs: list[Path] | None = None,
+) -> Iterator[Rig]:
+    with (
+        tempfile.TemporaryDirectory(prefix="nemo-gym-otel-long-") as root,
+        Rig(
+            binary,
+            line,
+            DEFAULT_COMBINATION,
+            Path(root),
+            generator,
+            {**(otel or {}), "listen_host": host},
+            template_dirs,
+            unchecked=template_dirs == [ORIGINAL_LAYOUT],
+        ) as rig,
+    ):
+        yield rig
+
+
+def _total(steps: list[Step], field: str) -> dict[str, int]:
+    return {s: sum(getattr(step, field).get(s, 0) for step in steps) for s in SIGNALS}
+
+
+def _outage(binary: Path, line: str, mode: str, quick: bool) -> dict[str, Any]:
+    outage_s = OUTAGE_SECONDS[quick]
+    host = OUTAGE_HOSTS[line, mode]
+    generator = Generator(f"http://{host}:{OTLP_HTTP_PORT}")
+    with contextlib.closing(generator), _rig(binary, line, generator, host=host) as rig:
+        assert rig.backend is not None
+        warm_base = rig._arrived()
+        warm = rig.step(LARGE_JOB, WARMUP_SECONDS)
+        rig.backend.set_mode(mode)
+        during = rig.step(LARGE_JOB, outage_s)
+        rig.backend.set_mode("up")
+        after = rig.step(LARGE_JOB, RECOVERY_SECONDS)
+        settle_start = time.monotonic()
+        time.sleep(RETRY_SETTLE_SECONDS)
+        settle_rss = max(
+            (s[2] for s in rig.sampler.between(settle_start, time.monotonic())), default=0
+        )
+        late, _ = rig._arrived()  # what the retries delivered after the recovery's step
+        steps = [warm, during, after]
+        accepted = _total(steps, "accepted")
+        files = {s: sum(st.delivered["files"].get(s, 0) for st in steps) for s in SIGNALS}
+        backend = {s: sum(st.delivered["backend"].get(s, 0) for st in steps) for s in SIGNALS}
+        counted = {
+            dest: {s: sum(st.delivered[dest].get(s, 0) for st in steps) for s in SIGNALS}
+            for dest in ("files", "backend")
+        }
+        start, _ = warm_base
+        for dest in ("files", "backend"):
+            for s in SIGNALS:
+                extra = late[dest].get(s, 0) - start[dest].get(s, 0) - counted[dest][s]
+                (files if dest == "files" else backend)[s] += extra
+    outside = {s: warm.accepted.get(s, 0) + after.accepted.get(s, 0) for s in SIGNALS}
+    kept = {s: max(backend[s] - outside[s], 0) for s in SIGNALS}
+    bridged = {s: kept[s] / LARGE_JOB[s] for s in SIGNALS}
+    result = {
+        "line": line,
+        "mode": mode,
+        "outage_seconds": outage_s,
+        "peak_rss_mib": {
+            "warm-up": warm.peak_rss / MIB,
+            "outage": during.peak_rss / MIB,
+            "recovery": max(after.peak_rss, settle_rss) / MIB,
+        },
+        "accepted": accepted,
+        "files": files,
+        "backend": backend,
+        "lost_at_files": {s: accepted[s] - files[s] for s in SIGNALS},
+        "lost_at_backend": {s: accepted[s] - backend[s] for s in SIGNALS},
+        "outage_bridged_seconds": bridged,
+        "cores_during_outage": during.cores,
+    }
+    _log(
+        f"{line} {mode}: peak RSS {max(result['peak_rss_mib'].values()):.0f} MiB, "
+        f"lost at files {result['lost_at_files']}, at backend {result['lost_at_backend']}, "
+        f"bridged {', '.join(f'{s} {v:.0f}s' for s, v in bridged.items())}"
+    )
+    return result
+
+
+def _sizes(otel_dir: Path) -> dict[str, int]:
+    return {
+        s: sum(p.stat().st_size for p in signal_files(otel_dir, s) if p.exists()) for s in SIGNALS
+    }
+
+
+def _growth(
+    binary: Path, line: str, generator: Generator, quick: bool, variant: str
+) -> dict[str, Any]:
+    seconds = GROWTH_SECONDS[quick]
+    with _rig(binary, line, generator, GROWTH_VARIANTS[variant]) as rig:
+        rig.step(LARGE_JOB, 5)  # the files exist and the first scrapes are in
+        before = _sizes(rig.config_path.parent)
+        step = rig.step(LARGE_JOB, seconds)
+        grown = {s: n - before[s] for s, n in _sizes(rig.config_path.parent).items()}
+        files = {s: len(signal_files(rig.config_path.parent, s)) for s in SIGNALS}
+    items = step.delivered["files"]
+    per_second = {s: grown[s] / seconds for s in SIGNALS}
+    result = {
+        "line": line,
+        "variant": variant,
+        "seconds": seconds,
+        "bytes": grown,
+        "files": files,
+        "items": items,
+        "bytes_per_item": {s: grown[s] / items[s] if items.get(s) else None for s in SIGNALS},
+        "gb_per_day": {s: per_second[s] * DAY_SECONDS / GB for s in SIGNALS},
+        "total_gb_per_day": sum(per_second.values()) * DAY_SECONDS / GB,
+        "cores": step.cores,
+        "peak_rss_mib": step.peak_rss / MIB,
+        "held": step.held,
+    }
+    _log(
+        f"{line} files ({variant}): {result['total_gb_per_day']:.1f} GB/day, "
+        f"{step.cores:.3f} cores, files {files}, bytes per item "
+        + ", ".join(f"{s} {v:.0f}" for s, v in result["bytes_per_item"].items() if v)
+    )
+    return result
+
+
+def _rows(outages: list[dict[str, Any]], growth: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    rows = []
+    for o in outages:
+        peak = max(o["peak_rss_mib"].values())
+        lost_files = sum(o["lost_at_files"].values())
+        lost = ", ".join(f"{o['lost_at_backend'][s]:,} {ITEM_NAMES[s]}" for s in SIGNALS)
+        bridged = ", ".join(
+            f"{ITEM_NAMES[s]} {o['outage_bridged_seconds'][s]:.0f} s" for s in SIGNALS
+        )
+        rows.append(
+            (
+                f"outage {o['outage_seconds']} s ({o['mode']}), {o['line']}",
+                f"peak RSS {peak:.0f} MiB (goal < {RSS_GOAL_MIB}), files lost {lost_files}, "
+                f"backend lost {lost}; bridged {bridged}",
+            )
+        )
+    for g in growth:
+        per_item = ", ".join(
+            f"{ITEM_NAMES[s]} {g['bytes_per_item'][s]:.0f} B"
+            for s in SIGNALS
+            if g["bytes_per_item"][s]
+        )
+        rows.append(
+            (
+                f"file growth, {g['line']}, {g['variant']}",
+                f"{g['total_gb_per_day']:.1f} GB/day at the large job's load, "
+                f"collector {g['cores']:.3f} cores; per item {per_item}",
+            )
+        )
+    return rows
+
+
+def _design_cost(
+    binary: Path, generator: Generator, quick: bool, host: str = HOST
+) -> dict[str, Any]:
+    """CPU and RSS of the default combination against the original layout, interleaved."""
+    result: dict[str, Any] = {}
+    for factor in COST_FACTORS:
+        rates = {s: rate * factor for s, rate in LARGE_JOB.items()}
+        runs: dict[str, list[Step]] = {"design": [], "original": []}
+        for _ in range(COST_ROUNDS[quick]):
+            for layout, dirs in (("design", None), ("original", [ORIGINAL_LAYOUT])):
+                with _rig(binary, COST_LINE, generator, host=host, template_dirs=dirs) as rig:
+                    rig.step(rates, 3)  # warm-up: first scrapes, connections
+                    runs[layout].append(rig.step(rates, COST_SECONDS[quick]))
+        cores = {k: statistics.median(st.cores for st in v) for k, v in runs.items()}
+        rss = {k: statistics.median(st.peak_rss / MIB for st in v) for k, v in runs.items()}
+        result[f"{factor}x"] = {
+            "cores": cores,
+            "peak_rss_mib": rss,
+            "cpu_ratio": cores["design"] / cores["original"],
+            "rss_ratio": rss["design"] / rss["original"],
+            "held": {k: all(st.held for st in v) for k, v in runs.items()},
+            "problems": {k: [p for st in v for p in st.problems] for k, v in runs.items()},
+        }
+        _log(f"design cost {factor}x: {result[f'{factor}x']}")
+    return result
+
+
+def long_jobs(quick: bool) -> dict[str, Any]:
+    binaries = {line: collector_binary(line) for line in LINES}
+    growth = []
+    generator = Generator(f"http://{HOST}:{OTLP_HTTP_PORT}")
+    try:
+        for line, binary in binaries.items():
+            for variant in GROWTH_VARIANTS:
+                growth.append(_growth(binary, line, generator, quick, variant))
+        cost = _design_cost(binaries[COST_LINE], generator, quick)
+    finally:
+        generator.close()
+    with ThreadPoolExecutor(len(OUTAGE_HOSTS)) as pool:
+        futures = [
+            pool.submit(_outage, binaries[line], line, mode, quick) for line, mode in OUTAGE_HOSTS
+        ]
+        outages = [future.result() for future in futures]
+    rows = _rows(outages, growth) + [
+        (
+            f"design vs original layout, {factor} ({COST_LINE}; goal <= 1.2)",
+            f"CPU {c['cores']['design']:.3f} vs {c['cores']['original']:.3f} cores "
+            f"(ratio {c['cpu_ratio']:.2f}), RSS {c['peak_rss_mib']['design']:.0f} vs "
+            f"{c['peak_rss_mib']['original']:.0f} MiB (ratio {c['rss_ratio']:.2f})",
+        )
+        for factor, c in cost.items()
+    ]
+    return {"outages": outages, "growth": growth, "design_cost": cost, "rows": rows}

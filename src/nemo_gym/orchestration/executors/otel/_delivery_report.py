@@ -1,0 +1,319 @@
+"""What a job's collector received and where it went, read back from the job directory.
+
+With ``otel.delivery_report`` the collector pushes its own counters (items each receiver
+accepted, each exporter sent or failed, each sending queue's size) into its own pipelines every
+few seconds; they land in ``<job dir>/otel/metrics.jsonl`` beside the job's metrics, marked by
+the ``DELIVERY_REPORT_MARKER`` resource attribute. This module streams the three files once,
+counts the items they hold, keeps the newest reading of every counter per collector process
+(``service.instance.id``: a requeued job appends a second process to the same files), and
+weighs the two against each other.
+
+The collector's reading at shutdown never arrives (its receiver is closed by then), so the
+counters describe the job up to each process's last reading. Whatever reached the files after
+it was written, but its fate at the backend is unknown: the verdict then says "cannot be told"
+instead of "complete".
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from ._common.constants import DELIVERY_REPORT_MARKER, SIGNALS
+
+# OTLP-JSON keys, per signal: resource groups, scope groups, items.
+_GROUPS = {
+    "traces": ("resourceSpans", "scopeSpans", "spans"),
+    "metrics": ("resourceMetrics", "scopeMetrics", "metrics"),
+    "logs": ("resourceLogs", "scopeLogs", "logRecords"),
+}
+# The unit in the collector's counter names (otelcol_exporter_sent_<unit>).
+_UNITS = {"traces": "spans", "metrics": "metric_points", "logs": "log_records"}
+_POINT_KINDS = ("gauge", "sum", "histogram", "exponentialHistogram", "summary")
+_FILE_EXPORTER_PREFIX = "file/"
+
+Progress = Callable[[int], None]  # called with the bytes read since the last call
+
+
+@dataclass
+class FileScan:
+    """A signal's files: their items, and what kept them from being read whole."""
+
+    items: int = 0
+    report_points: int = 0  # the collector's own counters (metrics files only)
+    truncated: list[str] = field(default_factory=list)  # files whose last line is cut short
+    unreadable_lines: list[str] = field(default_factory=list)  # "<file>:<line>"
+    missing: bool = False
+
+
+def signal_files(otel_dir: Path, signal: str) -> list[Path]:
+    """``<signal>.jsonl`` and, with ``otel.file_rotation``, its renamed predecessors
+    ``<signal>-<UTC time>.jsonl``, oldest first (the time sorts as text)."""
+    rotated = sorted(otel_dir.glob(f"{signal}-*.jsonl"))
+    live = otel_dir / f"{signal}.jsonl"
+    return [*rotated, live] if live.exists() or not rotated else rotated
+
+
+@dataclass
+class Reading:
+    """The newest value of every counter of one collector process, and when it was read."""
+
+    time_unix_nano: int = 0
+    points: int = 0  # how many points that last reading held (never counted by itself)
+    series: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[int, float]] = field(
+        default_factory=dict
+    )
+
+    def total(self, name: str, where: Callable[[dict[str, str]], bool] = lambda _: True) -> int:
+        return int(
+            sum(
+                value
+                for (n, attrs), (_, value) in self.series.items()
+                if n == name and where(dict(attrs))
+            )
+        )
+
+
+@dataclass
+class SignalReport:
+    signal: str
+    received: int
+    refused: int
+    in_files: int
+    files_sent: int
+    files_failed: int
+    backend_sent: int | None  # None: no backend exporter in this job
+    backend_failed: int
+    backend_queued: int
+    after_last_reading: int
+    files_reasons: list[str]
+    backend_reasons: list[str]
+
+    @property
+    def complete(self) -> bool:
+        return not self.files_reasons and not self.backend_reasons
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "signal": self.signal,
+            "received": self.received,
+            "refused": self.refused,
+            "files": {
+                "items": self.in_files,
+                "written": self.files_sent,
+                "failed": self.files_failed,
+                "complete": not self.files_reasons,
+                "reasons": self.files_reasons,
+            },
+            "backend": None
+            if self.backend_sent is None
+            else {
+                "sent": self.backend_sent,
+                "failed_or_dropped": self.backend_failed,
+                "queued": self.backend_queued,
+                "complete": not self.backend_reasons,
+                "reasons": self.backend_reasons,
+            },
+            "after_last_reading": self.after_last_reading,
+            "verdict": "complete" if self.complete else "incomplete",
+        }
+
+
+def _value(attribute: dict[str, Any]) -> str:
+    value = attribute.get("value") or {}
+    return str(next(iter(value.values()), ""))
+
+
+def _attributes(entries: list[dict[str, Any]] | None) -> dict[str, str]:
+    return {entry["key"]: _value(entry) for entry in entries or ()}
+
+
+def _points(metric: dict[str, Any]) -> list[dict[str, Any]]:
+    for kind in _POINT_KINDS:
+        if kind in metric:
+            return metric[kind].get("dataPoints") or []
+    return []
+
+
+def _count(signal: str, group: dict[str, Any]) -> int:
+    _, scopes_key, items_key = _GROUPS[signal]
+    if signal != "metrics":
+        return sum(len(scope.get(items_key) or ()) for scope in group.get(scopes_key) or ())
+    return sum(
+        len(_points(metric))
+        for scope in group.get(scopes_key) or ()
+        for metric in scope.get(items_key) or ()
+    )
+
+
+def _keep_reading(
+    readings: dict[str, Reading], group: dict[str, Any], resource: dict[str, str]
+) -> None:
+    reading = readings.setdefault(resource.get("service.instance.id", ""), Reading())
+    newest = 0
+    points = 0
+    for scope in group.get("scopeMetrics") or ():
+        for metric in scope.get("metrics") or ():
+            for point in _points(metric):
+                points += 1
+                time = int(point.get("timeUnixNano") or 0)
+                newest = max(newest, time)
+                value = point.get("asInt", point.get("asDouble", 0))
+                key = (metric["name"], tuple(sorted(_attributes(point.get("attributes")).items())))
+                if time >= reading.series.get(key, (-1, 0.0))[0]:
+                    reading.series[key] = (time, float(value))
+    if newest > reading.time_unix_nano:
+        reading.time_unix_nano, reading.points = newest, points
+    elif newest == reading.time_unix_nano:
+        reading.points += points
+
+
+def _lines(stream: BinaryIO, progress: Progress | None) -> Iterator[tuple[int, bytes]]:
+    for number, line in enumerate(stream, start=1):
+        if progress:
+            progress(len(line))
+        yield number, line
+
+
+def scan_file(
+    path: Path,
+    signal: str,
+    readings: dict[str, Reading],
+    scan: FileScan,
+    progress: Progress | None = None,
+) -> None:
+    """Count the items of one file into ``scan`` in a stream; collect the collector's readings."""
+    resources_key = _GROUPS[signal][0]
+    try:
+        stream = path.open("rb")
+    except FileNotFoundError:
+        scan.missing = True
+        return
+    with stream:
+        for number, line in _lines(stream, progress):
+            if not line.strip():
+                continue
+            try:
+                document = json.loads(line)
+            except ValueError:
+                if not line.endswith(b"\n"):
+                    scan.truncated.append(path.name)  # a killed collector's half-written batch
+                else:
+                    scan.unreadable_lines.append(f"{path.name}:{number}")
+                continue
+            for group in document.get(resources_key) or ():
+                resource = _attributes((group.get("resource") or {}).get("attributes"))
+                count = _count(signal, group)
+                if signal == "metrics" and DELIVERY_REPORT_MARKER in resource:
+                    scan.report_points += count
+                    _keep_reading(readings, group, resource)
+                else:
+                    scan.items += count
+
+
+def _file_reasons(name: str, scan: FileScan) -> list[str]:
+    if scan.missing:
+        return [f"{name} is missing"]
+    reasons = [
+        f"the last line of {file} is truncated (the collector was killed)"
+        for file in scan.truncated
+    ]
+    if scan.unreadable_lines:
+        shown = ", ".join(scan.unreadable_lines[:5])
+        reasons.append(f"{len(scan.unreadable_lines)} unreadable line(s): {shown}")
+    return reasons
+
+
+def weigh(signal: str, scan: FileScan, readings: dict[str, Reading]) -> SignalReport:
+    """The counters of every collector process of the job against the items of one file."""
+    unit = _UNITS[signal]
+    lives = readings.values()
+
+    def total(name: str, where: Callable[[dict[str, str]], bool] = lambda _: True) -> int:
+        return sum(reading.total(f"otelcol_{name}", where) for reading in lives)
+
+    def to_files(attrs: dict[str, str]) -> bool:
+        return attrs.get("exporter", "").startswith(_FILE_EXPORTER_PREFIX)
+
+    def to_backend(attrs: dict[str, str]) -> bool:
+        return "exporter" in attrs and not to_files(attrs)
+
+    def failed(where: Callable[[dict[str, str]], bool]) -> int:
+        return total(f"exporter_send_failed_{unit}", where) + total(
+            f"exporter_enqueue_failed_{unit}", where
+        )
+
+    received = total(f"receiver_accepted_{unit}")
+    refused = total(f"receiver_refused_{unit}") + total(f"receiver_failed_{unit}")
+    files_sent = total(f"exporter_sent_{unit}", to_files)
+    files_failed = failed(to_files)
+    has_backend = any(to_backend(dict(attrs)) for reading in lives for (_, attrs) in reading.series)
+    backend_sent = total(f"exporter_sent_{unit}", to_backend)
+    backend_failed = failed(to_backend)
+    backend_queued = total(
+        "exporter_queue_size", lambda a: to_backend(a) and a.get("data_type") == signal
+    )
+    in_files = scan.items
+    written = in_files
+    if signal == "metrics":
+        # Earlier readings are counted by later ones; each process's last reading by none.
+        written += scan.report_points - sum(reading.points for reading in lives)
+    after = max(written - files_sent, 0)
+
+    files_reasons = _file_reasons(f"{signal}.jsonl", scan)
+    if not readings:
+        files_reasons.append(
+            "cannot be told: the files hold no delivery report (set otel.delivery_report: true; "
+            "or the collector stopped before its first reading)"
+        )
+    if refused:
+        files_reasons.append(f"{refused} refused by the collector's receivers")
+    if files_failed:
+        files_reasons.append(f"{files_failed} failed to be written to the files")
+    if written < files_sent:
+        files_reasons.append(
+            f"the files hold {files_sent - written} fewer than the collector wrote to them"
+        )
+    backend_reasons: list[str] = []
+    if has_backend:
+        if backend_failed:
+            backend_reasons.append(f"{backend_failed} lost at the backend (failed or dropped)")
+        if backend_queued:
+            backend_reasons.append(f"{backend_queued} still queued at the last reading")
+        if backend_sent < files_sent - backend_failed:
+            backend_reasons.append(
+                f"{files_sent - backend_failed - backend_sent} not yet sent at the last reading"
+            )
+        if after:
+            backend_reasons.append(
+                f"cannot be told: {after} reached the files after the collector's last reading"
+            )
+    return SignalReport(
+        signal=signal,
+        received=received,
+        refused=refused,
+        in_files=in_files,
+        files_sent=files_sent,
+        files_failed=files_failed,
+        backend_sent=backend_sent if has_backend else None,
+        backend_failed=backend_failed,
+        backend_queued=backend_queued,
+        after_last_reading=after,
+        files_reasons=files_reasons,
+        backend_reasons=backend_reasons,
+    )
+
+
+def delivery_report(otel_dir: Path, progress: Progress | None = None) -> list[SignalReport]:
+    """Per signal, what the job's collector received and delivered."""
+    readings: dict[str, Reading] = defaultdict(Reading)
+    scans = {signal: FileScan() for signal in SIGNALS}
+    for signal in SIGNALS:
+        for path in signal_files(otel_dir, signal):
+            scan_file(path, signal, readings, scans[signal], progress)
+    known = {key: reading for key, reading in readings.items() if reading.series}
+    return [weigh(signal, scans[signal], known) for signal in SIGNALS]

@@ -1,0 +1,96 @@
+"""``nemo-gym-otel report``: the delivery report as a table for people or JSON for scripts.
+
+Reading a long job's files can take a while, so on a terminal a progress bar on stderr shows
+how far it got; piped or redirected, nothing but the report is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from ._common.constants import COLLECTOR_DIR, SIGNALS
+from ._delivery_report import Progress, SignalReport, delivery_report, signal_files
+
+_BAR_WIDTH = 30
+_HEADERS = ("signal", "received", "in files", "to backend", "failed/dropped", "verdict")
+
+
+class _ProgressBar:
+    """A one-line bar on a terminal, redrawn at most once per percent."""
+
+    def __init__(self, total: int, stream: TextIO) -> None:
+        self._total = max(total, 1)
+        self._done = 0
+        self._shown = -1
+        self._stream = stream
+
+    def __call__(self, read: int) -> None:
+        self._done += read
+        percent = min(100, self._done * 100 // self._total)
+        if percent != self._shown:
+            self._shown = percent
+            filled = _BAR_WIDTH * percent // 100
+            bar = "#" * filled + "." * (_BAR_WIDTH - filled)
+            self._stream.write(f"\rreading telemetry [{bar}] {percent:3d}%")
+            self._stream.flush()
+
+    def close(self) -> None:
+        self._stream.write("\r" + " " * (_BAR_WIDTH + 26) + "\r")
+        self._stream.flush()
+
+
+def _verdict(report: SignalReport) -> str:
+    reasons = [f"files: {r}" for r in report.files_reasons]
+    reasons += [f"backend: {r}" for r in report.backend_reasons]
+    return "complete" if not reasons else "incomplete: " + "; ".join(reasons)
+
+
+def _table(reports: list[SignalReport]) -> str:
+    rows = [
+        (
+            r.signal,
+            str(r.received),
+            str(r.in_files),
+            "-" if r.backend_sent is None else str(r.backend_sent),
+            str(r.refused + r.files_failed + r.backend_failed),
+            _verdict(r),
+        )
+        for r in reports
+    ]
+    widths = [max(len(row[i]) for row in (_HEADERS, *rows)) for i in range(len(_HEADERS) - 1)]
+
+    def line(row: tuple[str, ...]) -> str:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        return "  ".join([*cells, row[-1]])
+
+    return "\n".join(line(row) for row in (_HEADERS, *rows))
+
+
+def run_report(job_dir: Path, as_json: bool) -> bool:
+    """Print the report of ``job_dir``; True when every signal is complete."""
+    otel_dir = job_dir / COLLECTOR_DIR
+    bar: _ProgressBar | None = None
+    progress: Progress | None = None
+    if sys.stderr.isatty():
+        paths = [p for s in SIGNALS for p in signal_files(otel_dir, s) if p.exists()]
+        bar = _ProgressBar(sum(p.stat().st_size for p in paths), sys.stderr)
+        progress = bar
+    try:
+        reports = delivery_report(otel_dir, progress)
+    finally:
+        if bar:
+            bar.close()
+    complete = all(r.complete for r in reports)
+    if as_json:
+        document = {
+            "job_dir": str(job_dir),
+            "complete": complete,
+            "signals": [r.as_dict() for r in reports],
+        }
+        print(json.dumps(document, indent=2))
+    else:
+        print(_table(reports))
+    return complete

@@ -1,0 +1,211 @@
+"""``nemo-gym-otel report`` on job directories written by the real collector of each line.
+
+Two jobs per line, with ``otel.delivery_report: true``, behind the routing-proxy backend:
+
+- ``clean``: the producers send their rounds and exit; the collector runs until it has taken a
+  reading after their last item, then TERM. Traces and logs must report complete, with the files
+  and the backend holding exactly what the producers sent; metrics complete up to the last
+  reading, and "cannot be told" for the span-metrics points flushed after it.
+- ``outage``: the backend answers 503 from before the producers' last batches until after the
+  retry window. The retry window is shortened to 4 s by a test-local override template (the
+  built-in 300 s would make the test minutes long); everything else is the built-in template.
+  The report must say incomplete, naming the items lost at the backend, and the files complete.
+
+The collector exits with status 1 under the delivery report: its push of a last reading at
+shutdown finds its own receiver closed (upstream collector issue 12944). The tests assert that
+this is the only error it reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import helpers
+import pytest
+from support.e2e_job import (
+    PRODUCERS,
+    SLURM_JOB_ID,
+    TOKEN_ENV,
+    Collector,
+    Producers,
+    running,
+    wait_for,
+)
+from support.e2e_life import GYM_JOB_ID, Life
+from support.e2e_otlp import SIGNALS
+from support.otelcol import collector_binary
+
+from nemo_gym.orchestration.executors.otel._common.constants import DELIVERY_REPORT_INTERVAL_SECONDS
+
+pytestmark = pytest.mark.collector
+
+LINES = ("legacy", "current")
+RETRY_WINDOW_SECONDS = 4
+SHUTDOWN_ERROR = "failed to shutdown meter provider"
+OVERRIDE = """{{#- nemo-gym-otel
+template_version: test-short-retry
+requires_package: 0.1.0
+-#}}
+{{% extends "builtin/{line}/otlp_http+file.yaml.j2" %}}
+{{% block backend_exporter %}}
+  {{{{ names.otlp_http }}}}/backend:
+    endpoint: {{{{ backend.endpoint | scalar }}}}
+    headers:
+      Authorization: {{{{ joined("Bearer ", backend.token) | scalar }}}}
+    timeout: 3s
+    retry_on_failure:
+      enabled: true
+      initial_interval: 1s
+      max_interval: 1s
+      max_elapsed_time: {retry}s
+    sending_queue:
+      enabled: true
+      sizer: items
+      queue_size: 25000
+      num_consumers: 100
+      block_on_overflow: false
+      batch:
+        flush_timeout: 1s
+        min_size: 2048
+        max_size: 8192
+{{% endblock %}}
+"""
+
+
+def _override_dir(tmp_path: Path, line: str) -> Path:
+    folder = tmp_path / "override"
+    (folder / line).mkdir(parents=True)
+    text = OVERRIDE.format(line=line, retry=RETRY_WINDOW_SECONDS)
+    (folder / line / "otlp_http+file.yaml.j2").write_text(text)
+    return folder
+
+
+def _sent(reports: dict[str, dict[str, Any]]) -> dict[str, int]:
+    return {
+        "traces": sum(len(r["spans"]) for r in reports.values()),
+        "logs": sum(len(r["logs"]) for r in reports.values()),
+        "metrics": sum(len(r["points"]) for r in reports.values()),
+    }
+
+
+def run_job(life: Life, outage: bool) -> tuple[int, str, dict[str, int]]:
+    """One collector life: a round, the last batches (into an outage), readings after the last
+    item, TERM. Returns the exit code, the collector's log and what the producers sent."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(life.tmp_path),
+        TOKEN_ENV: life.token,
+        "SLURM_JOB_ID": SLURM_JOB_ID,
+    }
+    log_path = life.tmp_path / "collector.log"
+    collector = Collector(life.binary, life.config_path, env, life.job_dir, log_path, life.host)
+    with running(collector):
+        collector.wait_healthy()
+        driver = Producers(GYM_JOB_ID, life.tmp_path, PRODUCERS, 1, life.host)
+        with running(driver):
+            driver.wait_ready()
+            if outage:
+                life.proxy.start_outage()
+            sent = driver.finish()
+        if outage:
+            wait_for(
+                lambda: all(life.proxy.refused[s] for s in SIGNALS),
+                30,
+                "every signal's exporter to meet the outage",
+            )
+            time.sleep(RETRY_WINDOW_SECONDS + 2)  # the retry window runs out
+        # Readings after the last item reached both exporters, and after the span metrics'
+        # last new series were flushed twice.
+        time.sleep(3 * DELIVERY_REPORT_INTERVAL_SECONDS)
+        exit_code = collector.stop()
+    return exit_code, log_path.read_text(errors="replace"), _sent(sent)
+
+
+def report(life: Life) -> tuple[int, dict[str, Any]]:
+    result = helpers.run_cli("report", life.job_dir, "--json", cwd=life.tmp_path)
+    assert result.stderr == "", result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+@pytest.fixture(params=LINES)
+def line(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _life(line: str, tmp_path: Path, host: str, outage: bool) -> Life:
+    dirs = [_override_dir(tmp_path, line)] if outage else None
+    return Life(
+        line,
+        host,
+        tmp_path,
+        collector_binary(line),
+        secrets.token_hex(8),
+        otel={"delivery_report": True},
+        template_dirs=dirs,
+    )
+
+
+def _exited_as_expected(exit_code: int, log: str) -> None:
+    errors = [line for line in log.splitlines() if line.startswith("Error:")]
+    assert exit_code in (0, 1), log[-3000:]
+    if exit_code == 1:
+        assert errors and all(SHUTDOWN_ERROR in e for e in errors), log[-3000:]
+
+
+def test_clean_job_reports_complete_with_the_producers_counts(line: str, tmp_path: Path) -> None:
+    life = _life(line, tmp_path, "127.0.0.41" if line == "legacy" else "127.0.0.42", False)
+    try:
+        exit_code, log, sent = run_job(life, outage=False)
+    finally:
+        life.close()
+    _exited_as_expected(exit_code, log)
+    code, document = report(life)
+    signals = {s["signal"]: s for s in document["signals"]}
+    for name in ("traces", "logs"):
+        entry = signals[name]
+        assert entry["verdict"] == "complete", json.dumps(document, indent=2)
+        assert entry["received"] == sent[name], entry
+        assert entry["files"]["items"] == sent[name], entry
+        assert entry["backend"]["sent"] == sent[name], entry
+        assert entry["backend"]["failed_or_dropped"] == 0, entry
+    assert len(life.backend.items("traces")) == sent["traces"]
+    # Metrics: the producers' points plus span metrics, all written and, up to the last
+    # reading, all sent. The span-metrics connector flushes every 5 s until the stop, so points
+    # always reach the files after the last reading, and the report cannot tell their fate at
+    # the backend: it says so (exit 1) rather than claim "complete".
+    metrics = signals["metrics"]
+    assert metrics["files"]["complete"], metrics
+    assert metrics["files"]["items"] >= sent["metrics"] > 0, metrics
+    assert metrics["backend"]["sent"] == metrics["files"]["written"], metrics
+    after = metrics["after_last_reading"]
+    reasons = [f"cannot be told: {after} reached the files after the collector's last reading"]
+    assert metrics["backend"]["reasons"] == (reasons if after else []), metrics
+    assert code == (1 if after else 0), json.dumps(document, indent=2)
+
+
+def test_outage_beyond_the_retry_window_reports_the_loss(line: str, tmp_path: Path) -> None:
+    life = _life(line, tmp_path, "127.0.0.43" if line == "legacy" else "127.0.0.44", True)
+    try:
+        exit_code, log, sent = run_job(life, outage=True)
+        at_backend = {s: len(life.backend.items(s)) for s in ("traces", "logs")}
+    finally:
+        life.close()
+    _exited_as_expected(exit_code, log)
+    code, document = report(life)
+    signals = {s["signal"]: s for s in document["signals"]}
+    assert code == 1 and not document["complete"], json.dumps(document, indent=2)
+    for name in ("traces", "logs"):
+        entry = signals[name]
+        lost = sent[name] - at_backend[name]
+        assert lost > 0, (name, sent, at_backend)
+        assert entry["files"]["complete"] and entry["files"]["items"] == sent[name], entry
+        assert entry["backend"]["failed_or_dropped"] == lost, entry
+        assert f"{lost} lost at the backend" in " ".join(entry["backend"]["reasons"]), entry
+        assert entry["verdict"] == "incomplete"
+    human = helpers.run_cli("report", life.job_dir, cwd=life.tmp_path)
+    assert human.returncode == 1 and "lost at the backend" in human.stdout, human.stdout

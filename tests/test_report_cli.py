@@ -1,0 +1,159 @@
+"""``nemo-gym-otel report`` on job directories written here, in the collector's OTLP-JSON shape.
+
+The end-to-end tests (``tests/e2e/test_delivery_report.py``) run the real collector; these
+cover what a real run rarely shows: a half-written last line, a job without the delivery
+report, a wrong JOB_DIR, the progress bar on a terminal, and a second collector process
+appending to the same files (a requeued job).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import helpers
+
+from nemo_gym.orchestration.executors.otel._common.constants import DELIVERY_REPORT_MARKER
+
+SPAN = {"traceId": "00" * 16, "spanId": "00" * 8, "name": "step"}
+NOW = 1_700_000_000_000_000_000
+
+
+def _attrs(**values: str) -> list[dict[str, Any]]:
+    return [{"key": k, "value": {"stringValue": v}} for k, v in values.items()]
+
+
+def _traces(spans: int) -> dict[str, Any]:
+    scope = {"scope": {"name": "gym"}, "spans": [SPAN] * spans}
+    return {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [scope]}]}
+
+
+def _reading(instance: str, time: int, counters: dict[tuple[str, str], int]) -> dict[str, Any]:
+    """One push of the collector's counters: {(name, exporter or receiver): value}."""
+    metrics = []
+    for (name, owner), value in counters.items():
+        key = "receiver" if "receiver" in name else "exporter"
+        point = {
+            "timeUnixNano": str(time),
+            "asInt": str(value),
+            "attributes": _attrs(**{key: owner}),
+        }
+        metrics.append({"name": name, "sum": {"dataPoints": [point]}})
+    resource = {
+        "attributes": _attrs(
+            **{DELIVERY_REPORT_MARKER: "collector", "service.instance.id": instance}
+        )
+    }
+    scope = {"scope": {"name": "go.opentelemetry.io/collector"}, "metrics": metrics}
+    return {"resourceMetrics": [{"resource": resource, "scopeMetrics": [scope]}]}
+
+
+def _counters(spans: int) -> dict[tuple[str, str], int]:
+    return {
+        ("otelcol_receiver_accepted_spans", "otlp"): spans,
+        ("otelcol_exporter_sent_spans", "file/traces"): spans,
+        ("otelcol_exporter_sent_spans", "otlp_http/backend"): spans,
+    }
+
+
+def _job(tmp_path: Path, traces: list[str], metrics: list[dict[str, Any]]) -> Path:
+    otel = tmp_path / "job" / "otel"
+    otel.mkdir(parents=True)
+    (otel / "traces.jsonl").write_text("".join(traces))
+    (otel / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    (otel / "logs.jsonl").write_text("")
+    return otel.parent
+
+
+def _signals(stdout: str) -> dict[str, Any]:
+    return {s["signal"]: s for s in json.loads(stdout)["signals"]}
+
+
+def test_complete_job_exits_0_with_counts(tmp_path: Path) -> None:
+    job = _job(tmp_path, [json.dumps(_traces(3)) + "\n"], [_reading("a", NOW, _counters(3))])
+    result = helpers.run_cli("report", job, "--json", cwd=tmp_path)
+    traces = _signals(result.stdout)["traces"]
+    assert result.returncode == 0, result.stdout
+    assert (traces["received"], traces["files"]["items"], traces["backend"]["sent"]) == (3, 3, 3)
+
+
+def test_requeued_job_sums_both_collector_processes(tmp_path: Path) -> None:
+    readings = [_reading("first", NOW, _counters(3)), _reading("second", NOW + 1, _counters(2))]
+    job = _job(tmp_path, [json.dumps(_traces(3)) + "\n", json.dumps(_traces(2)) + "\n"], readings)
+    result = helpers.run_cli("report", job, "--json", cwd=tmp_path)
+    traces = _signals(result.stdout)["traces"]
+    assert result.returncode == 0, result.stdout
+    assert (traces["received"], traces["backend"]["sent"]) == (5, 5)
+
+
+def test_truncated_last_line_is_reported_not_fatal(tmp_path: Path) -> None:
+    half = json.dumps(_traces(4))[:40]  # a killed collector's half-written batch, no newline
+    job = _job(tmp_path, [json.dumps(_traces(3)) + "\n", half], [_reading("a", NOW, _counters(3))])
+    result = helpers.run_cli("report", job, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "the last line of traces.jsonl is truncated" in result.stdout, result.stdout
+
+
+def test_items_after_the_last_reading_cannot_be_told(tmp_path: Path) -> None:
+    traces = [json.dumps(_traces(3)) + "\n", json.dumps(_traces(2)) + "\n"]
+    job = _job(tmp_path, traces, [_reading("a", NOW, _counters(3))])
+    result = helpers.run_cli("report", job, "--json", cwd=tmp_path)
+    backend = _signals(result.stdout)["traces"]["backend"]
+    assert result.returncode == 1
+    assert backend["reasons"] == [
+        "cannot be told: 2 reached the files after the collector's last reading"
+    ]
+
+
+def test_job_without_delivery_report_cannot_be_told(tmp_path: Path) -> None:
+    job = _job(tmp_path, [json.dumps(_traces(3)) + "\n"], [])
+    result = helpers.run_cli("report", job, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "set otel.delivery_report: true" in result.stdout, result.stdout
+
+
+def test_job_dir_without_otel_folder_is_a_usage_error(tmp_path: Path) -> None:
+    result = helpers.run_cli("report", tmp_path, cwd=tmp_path)
+    assert result.returncode == 2
+    assert helpers.error_lines(result.stderr)[0].startswith("JOB_DIR: "), result.stderr
+
+
+def test_progress_bar_only_on_a_terminal(tmp_path: Path) -> None:
+    job = _job(tmp_path, [json.dumps(_traces(3)) + "\n"], [_reading("a", NOW, _counters(3))])
+    leader, follower = pty.openpty()
+    try:
+        result = subprocess.run(
+            [str(helpers.CLI), "report", str(job)],
+            stderr=follower,
+            stdout=subprocess.PIPE,
+            env=helpers.cli_env(),
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        os.close(follower)
+        follower = -1
+        shown = os.read(leader, 65536).decode()
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    assert result.returncode == 0
+    assert "reading telemetry [" in shown and "100%" in shown, shown
+    assert "reading telemetry" not in result.stdout
+    piped = helpers.run_cli("report", job, cwd=tmp_path)
+    assert piped.stderr == ""
+
+
+def test_rotated_files_are_read_oldest_first_with_the_live_one(tmp_path: Path) -> None:
+    job = _job(tmp_path, [json.dumps(_traces(2)) + "\n"], [_reading("a", NOW, _counters(5))])
+    rotated = job / "otel" / "traces-2026-12-03T16-20-00.000.jsonl"
+    rotated.write_text(json.dumps(_traces(3)) + "\n")
+    result = helpers.run_cli("report", job, "--json", cwd=tmp_path)
+    traces = _signals(result.stdout)["traces"]
+    assert result.returncode == 0, result.stdout
+    assert traces["files"]["items"] == 5, traces
