@@ -9,7 +9,6 @@ keys and a direct construction of plain trees: it is compared with stock ``yaml.
 
 from __future__ import annotations
 
-import copy
 import functools
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from support import mutations
 
 from nemo_gym.orchestration.executors.otel import TemplateError
+from nemo_gym.orchestration.executors.otel._common import yaml_loader
 from nemo_gym.orchestration.executors.otel._common.json_schema import (
     _is_valid,
     _registry,
@@ -79,55 +80,6 @@ def test_corpus_documents_agree() -> None:
     assert outcomes == {True, False}, "the corpus must hold valid and invalid documents"
 
 
-# Values of every JSON type and the look-alikes jsonschema tells apart (True is not 1).
-_values = st.recursive(
-    st.one_of(
-        st.none(),
-        st.booleans(),
-        st.integers(-3, 70000),
-        st.sampled_from([0.0, 1.0, 2.5, -1.5]),
-        st.sampled_from(["", "x", "5s", "localhost:4317", "json", "debug", "upsert", "${env:X}"]),
-    ),
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3),
-        st.dictionaries(
-            st.sampled_from(["endpoint", "x", "level", "batch", "otlp"]), inner, max_size=3
-        ),
-    ),
-    max_leaves=6,
-)
-
-
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            found += _paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            found += _paths(value, (*prefix, index))
-    return found
-
-
-def _mutate(document: Any, path: tuple[Any, ...], action: str, value: Any) -> Any:
-    mutated = copy.deepcopy(document)
-    if not path:
-        return value if action == "replace" else mutated
-    parent = mutated
-    for part in path[:-1]:
-        parent = parent[part]
-    last = path[-1]
-    if action == "replace":
-        parent[last] = value
-    elif action == "delete":
-        del parent[last]
-    elif action == "add" and isinstance(parent, dict):
-        parent[f"{last}_extra"] = value
-    elif action == "rename" and isinstance(parent, dict):
-        parent[f"{last}x"] = parent.pop(last)
-    return mutated
-
-
 @settings(
     max_examples=300,
     deadline=None,
@@ -137,9 +89,9 @@ def _mutate(document: Any, path: tuple[Any, ...], action: str, value: Any) -> An
 def test_mutated_documents_agree(data: st.DataObject) -> None:
     line, document = data.draw(st.sampled_from(_documents()))
     for _ in range(data.draw(st.integers(1, 3))):
-        path = data.draw(st.sampled_from(_paths(document)))
+        path = data.draw(st.sampled_from(mutations.paths(document)))
         action = data.draw(st.sampled_from(["replace", "delete", "add", "rename"]))
-        document = _mutate(document, path, action, data.draw(_values))
+        document = mutations.mutate(document, path, action, data.draw(mutations.VALUES))
     _agree(document, f"collector-{line}.schema.json")
 
 
@@ -160,6 +112,21 @@ _YAML_CASES = [
     "a: [1, 2\n",
     "a: b: c\n",
     "a:\n\t- x\n",
+    # Beyond a plain tree: tags on collections, several documents, aliases without anchors,
+    # complex and null keys, explicit scalar tags, and a duplicate before a syntax error.
+    "!!map {a: 1}\n",
+    "!!seq [1, 2]\n",
+    "!!seq {a: 1}\n",
+    "! {a: 1}\n",
+    "--- a\n--- b\n",
+    "---\n",
+    "*undefined\n",
+    "a: !!str 1\nb: !!int '2'\nc: !!float '1.5'\nd: !!bool 'true'\n",
+    "? a\n: b\n{c: , : d}: e\n",
+    "[a, {b: c}, [d, [e]]]\n",
+    "a:\n  - b:\n      c: [1, {d: e}]\n",
+    "a: 1\na: 2\nb: [\n",
+    "a: <<\n",
 ]
 
 
@@ -199,6 +166,49 @@ def test_yaml_matches_stock_pyyaml(text: str) -> None:
     expected = _outcome(lambda: yaml.load(text, Loader=yaml.CSafeLoader))
     got = _outcome(lambda: parse_yaml(text, "case", TemplateError))
     assert _same(got, expected), (got, expected)
+
+
+# Data of every YAML type the safe loader builds, with keys that YAML may read as other types.
+_DATA = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=False),
+        st.text(max_size=8),
+        st.sampled_from(["on", "1e3", "0x1F", "2001-12-14", "~", "<<", "&a", "*a", "!x"]),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(st.text(max_size=6), st.integers(-5, 5)), inner, max_size=4),
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=_DATA, flow=st.sampled_from([None, True, False]))
+def test_generated_yaml_matches_stock_pyyaml(data: Any, flow: bool | None) -> None:
+    text = yaml.safe_dump(data, default_flow_style=flow, allow_unicode=True)
+    expected = _outcome(lambda: yaml.load(text, Loader=yaml.CSafeLoader))
+    assert _same(_outcome(lambda: parse_yaml(text, "case", TemplateError)), expected)
+
+
+@pytest.mark.parametrize("depth", [97, 98, 99, 100, 101, 102])
+@pytest.mark.parametrize("leaf", ["x", "[]", "{}"])
+def test_nesting_near_the_limit_is_judged_the_reference_way(
+    depth: int, leaf: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Around the nesting limit the loader's fast construction gives up, so deep documents get
+    the same answer as with no fast construction at all (the composed, measured way)."""
+    text = "".join(f"{'  ' * n}k{n}:\n" for n in range(depth)) + f"{'  ' * depth}{leaf}\n"
+    got = _outcome(lambda: parse_yaml(text, "case", TemplateError))
+
+    def give_up(text: str, loader_class: type) -> Any:
+        raise yaml_loader._NotPlain
+
+    monkeypatch.setattr(yaml_loader, "_plain_from_events", give_up)
+    assert _same(got, _outcome(lambda: parse_yaml(text, "case", TemplateError)))
 
 
 @pytest.mark.parametrize(

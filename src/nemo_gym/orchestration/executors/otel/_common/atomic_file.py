@@ -41,7 +41,8 @@ def write_atomically(target: Path, text: str) -> None:
                 created.pop()
                 if not folder.is_dir():
                     raise
-        _remove_stale_temporaries(target)
+        if not missing:  # a folder made just now holds nothing stale
+            _remove_stale_temporaries(target)
         temporary = target.parent / _temporary_name(target, os.getpid())
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -4,6 +4,14 @@ jsonschema's own messages quote the offending value, which may be a secret (an i
 ``lit:`` environment value), and point anyOf/oneOf failures at an arbitrary branch. Here each
 error is reduced to its deepest relevant cause, string values are never echoed, and unknown keys
 get the closest known key suggested.
+
+jsonschema explains an invalid document by validating all of it again in Python, which on a
+megabyte of config costs seconds (``unevaluatedProperties`` re-validates every part of an object
+to learn which keys were evaluated). So it is given a narrowed copy: large lists and mappings keep
+only their first entry and the entries on a path where jsonschema-rs found an error. The copy is
+used only if jsonschema-rs finds exactly the same errors in it (same places, same schema
+keywords), which is what makes the explanation of the copy that of the document; otherwise the
+whole document is explained.
 """
 
 from __future__ import annotations
@@ -52,15 +60,80 @@ def _validator(schema_name: str) -> Any:
 
 
 @functools.cache
-def _is_valid(schema_name: str) -> Callable[[Any], bool]:
-    """The yes/no answer from jsonschema-rs (compiled Rust): a valid document, the common case,
-    never reaches the Python validator, which only runs to explain a failure."""
+def _fast_validator(schema_name: str) -> Any:
+    """jsonschema-rs (compiled Rust): it answers whether a document is valid, so a valid one, the
+    common case, never reaches the Python validator, and finds where an invalid one fails."""
     import jsonschema_rs
 
     by_id = {load_schema(name).get("$id", name): load_schema(name) for name in schema_names()}
-    return jsonschema_rs.Draft202012Validator(
-        load_schema(schema_name), retriever=by_id.__getitem__
-    ).is_valid
+    return jsonschema_rs.Draft202012Validator(load_schema(schema_name), retriever=by_id.__getitem__)
+
+
+def _is_valid(schema_name: str) -> Callable[[Any], bool]:
+    return _fast_validator(schema_name).is_valid
+
+
+# Lists and mappings with more entries than this are narrowed before jsonschema explains them.
+_NARROW_ABOVE = 8
+_Location = tuple[Any, ...]  # a path into a document: keys and list indices
+
+
+def _errors(schema_name: str, instance: Any) -> set[tuple[_Location, _Location]]:
+    return {
+        (tuple(e.instance_path), tuple(e.schema_path))
+        for e in _fast_validator(schema_name).iter_errors(instance)
+    }
+
+
+class _Narrowed:
+    """A copy of a document keeping, in each large list or mapping, the first entry and those on
+    a path to an error; ``original`` maps a path in the copy back to the document."""
+
+    def __init__(self, instance: Any, failing: set[_Location]) -> None:
+        self._on_path = {path[:n] for path in failing for n in range(len(path) + 1)}
+        self._kept_indices: dict[_Location, list[int]] = {}  # by the list's path in the document
+        self.copy = self._narrow(instance, ())
+
+    def _narrow(self, node: Any, path: _Location) -> Any:
+        if isinstance(node, dict):
+            keys = [
+                key
+                for n, key in enumerate(node)
+                if n == 0 or len(node) <= _NARROW_ABOVE or (*path, key) in self._on_path
+            ]
+            return {key: self._narrow(node[key], (*path, key)) for key in keys}
+        if isinstance(node, list):
+            kept = [
+                n
+                for n in range(len(node))
+                if n == 0 or len(node) <= _NARROW_ABOVE or (*path, n) in self._on_path
+            ]
+            self._kept_indices[path] = kept
+            return [self._narrow(node[n], (*path, n)) for n in kept]
+        return node
+
+    def original(self, path: Sequence[Any]) -> _Location:
+        found: list[Any] = []
+        for part in path:
+            kept = self._kept_indices.get(tuple(found))
+            found.append(kept[part] if kept is not None and isinstance(part, int) else part)
+        return tuple(found)
+
+
+def _explained_instance(instance: Any, schema_name: str) -> tuple[Any, Callable[[Any], _Location]]:
+    """What jsonschema is given to explain, and how its paths map back to ``instance``."""
+    try:
+        errors = _errors(schema_name, instance)
+        narrowed = _Narrowed(instance, {path for path, _ in errors})
+        same = {
+            (narrowed.original(path), keyword)
+            for path, keyword in _errors(schema_name, narrowed.copy)
+        } == errors
+    except ValueError:  # a value JSON has no type for (a YAML date, a set): jsonschema names it
+        same = False
+    if same:
+        return narrowed.copy, narrowed.original
+    return instance, tuple
 
 
 def describe(value: Any) -> str:
@@ -188,10 +261,11 @@ def violations(instance: Any, schema_name: str) -> list[Violation]:
             return []
     except ValueError:  # a value JSON has no type for (a YAML date, a set): jsonschema names it
         pass
+    explained, original_path = _explained_instance(instance, schema_name)
     found: dict[tuple[str, str], Violation] = {}
-    for raw in _validator(schema_name).iter_errors(instance):
+    for raw in _validator(schema_name).iter_errors(explained):
         error = _deepest(raw)
-        base = list(error.absolute_path)
+        base = list(original_path(error.absolute_path))
         if error.validator in _CLOSING and isinstance(error.instance, dict):
             items = list(_unknown_key_violations(error, base, load_schema(schema_name)))
         elif error.validator == "required":

@@ -3,11 +3,15 @@
 PyYAML keeps the last of two equal keys without a word; in a config that silently drops a
 setting, so a duplicate is reported like any syntax error, with its line.
 
-PyYAML's C parser builds the node tree; turning nodes into Python data is PyYAML's pure-Python
-constructor, which costs several times the parse. A rendered config is a plain tree (mappings, sequences and scalars, no anchors, aliases,
-merge keys or custom tags), and for such a tree ``plain`` builds the same data directly, calling
-PyYAML's own constructor for every scalar that is not a string. Anything else in the tree hands
-the whole document to PyYAML's constructor.
+PyYAML's C parser reports the document as events; composing them into a node tree and
+constructing Python data from the nodes (PyYAML's pure-Python constructor) costs more than the
+parse itself. Most documents are plain trees (mappings, sequences and scalars, no anchors,
+aliases, merge keys, collection tags or complex keys), and ``_plain_from_events`` builds their
+data straight from the events, calling PyYAML's resolver and constructors for each scalar, so
+every value gets the type PyYAML gives it. Anything else, and anything wrong (a duplicate key, a
+scalar its type cannot hold, a syntax error), makes it give up, and the document is parsed again
+the reference way below: composed, measured, then constructed by PyYAML's own constructor, which
+finds and words the problem.
 
 Hostile input is answered in time linear in its size. libyaml refuses nesting beyond 1000
 levels; below that the node graph is measured before anything is built: nesting deeper than
@@ -56,10 +60,11 @@ class _Refused(Exception):
 
 
 class _NotPlain(Exception):
-    """The tree holds something ``plain`` leaves to PyYAML's constructor."""
+    """Not a plain tree, or a wrong one: the document is parsed again the reference way."""
 
 
-def _loader_class() -> type:
+@functools.cache
+def _strict_loader() -> type:
     import yaml
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -97,50 +102,103 @@ def _duplicate(key: Any, key_node: Any) -> Exception:
     )
 
 
-def _plain_constructor() -> Callable[[Any, Any], Any]:
-    """``plain(loader, node)``: the data the constructor above would build from ``node``, for a
-    plain tree; it raises ``_NotPlain`` on anything else."""
-    from yaml import MappingNode, ScalarNode, SequenceNode
+def _plain_from_events(text: str, loader_class: type) -> Any:
+    """The data of a plain tree, built from the parser's events; ``_NotPlain`` for any other
+    document (see the module docstring), which is then parsed the reference way."""
+    import yaml
 
-    def scalar(loader: Any, node: Any) -> Any:
-        tag = node.tag
-        if tag == _STR:
-            return node.value
-        construct = loader.yaml_constructors.get(tag)
-        if construct is None or tag in (_MAP, _SEQ):
-            raise _NotPlain
-        try:
-            return construct(loader, node)
-        except (ValueError, OverflowError):
-            raise _Refused(node.start_mark, _UNREADABLE_SCALAR) from None
-
-    def plain(loader: Any, node: Any, seen: set[int], depth: int) -> Any:
-        node_type = type(node)
-        if node_type is ScalarNode:
-            return scalar(loader, node)  # an aliased scalar is an equal value: no harm
-        if id(node) in seen or depth > MAX_DEPTH:  # aliased or deep: measured, then PyYAML
-            raise _NotPlain
-        seen.add(id(node))
-        depth += 1
-        if node_type is SequenceNode and node.tag == _SEQ:
-            return [plain(loader, item, seen, depth) for item in node.value]
-        if node_type is MappingNode and node.tag == _MAP:
-            data: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
-                if type(key_node) is not ScalarNode or key_node.tag == _MERGE:
+    scalar_node, scalar_event, end = yaml.ScalarNode, yaml.ScalarEvent, yaml.StreamEndEvent
+    mapping_start, mapping_end = yaml.MappingStartEvent, yaml.MappingEndEvent
+    sequence_start, sequence_end = yaml.SequenceStartEvent, yaml.SequenceEndEvent
+    document_end = yaml.DocumentEndEvent
+    if loader_class.yaml_path_resolvers:
+        raise _NotPlain  # tags that depend on a value's place: only the composer knows them
+    loader = loader_class(text)
+    containers: list[Any] = []  # open mappings and sequences, innermost last
+    keys: list[Any] = []  # per open container: the mapping's pending key, or _NO_KEY
+    root: Any = None
+    try:
+        next_event = loader.get_event
+        next_event()  # stream start
+        if type(next_event()) is end:
+            return None  # nothing but comments
+        while True:
+            event = next_event()
+            kind = type(event)
+            if kind is scalar_event:
+                value = _scalar(loader, event, scalar_node)
+            elif kind is mapping_start or kind is sequence_start:
+                tag = _MAP if kind is mapping_start else _SEQ
+                if event.anchor is not None or event.tag not in (None, tag):
                     raise _NotPlain
-                key = scalar(loader, key_node)
-                if key in data:
-                    raise _duplicate(key, key_node)
-                data[key] = (
-                    value_node.value
-                    if type(value_node) is ScalarNode and value_node.tag == _STR
-                    else plain(loader, value_node, seen, depth)
-                )
-            return data
-        raise _NotPlain
+                if len(containers) >= MAX_DEPTH - 1:
+                    raise _NotPlain  # near the limit: the reference way judges, and words it
+                if containers and type(containers[-1]) is dict and keys[-1] is _NO_KEY:
+                    raise _NotPlain  # a mapping or sequence as a key
+                containers.append({} if kind is mapping_start else [])
+                keys.append(_NO_KEY)
+                continue
+            elif kind is mapping_end or kind is sequence_end:
+                value = containers.pop()
+                keys.pop()
+            elif kind is document_end and type(next_event()) is end:
+                return root
+            else:
+                raise _NotPlain  # an alias, a second document
+            if not containers:
+                root = value
+                continue
+            parent = containers[-1]
+            if type(parent) is list:
+                parent.append(value)
+            elif keys[-1] is _NO_KEY:
+                if value in parent:
+                    raise _NotPlain  # a duplicate, worded by the reference way with its line
+                keys[-1] = value
+            else:
+                parent[keys[-1]] = value
+                keys[-1] = _NO_KEY
+    except (yaml.YAMLError, ValueError, OverflowError, TypeError):
+        raise _NotPlain from None
+    finally:
+        loader.dispose()
 
-    return lambda loader, node: plain(loader, node, set(), 0)
+
+_NO_KEY = object()  # a mapping waiting for its next key
+
+
+def _scalar(loader: Any, event: Any, scalar_node: type) -> Any:
+    if event.anchor is not None:
+        raise _NotPlain
+    tag = event.tag
+    if tag is None or tag == "!":
+        if not event.implicit[0]:
+            return event.value  # quoted or a block: text, whatever it looks like
+        tag = _resolved(loader, scalar_node, event.value, event.implicit)
+    if tag == _STR:
+        return event.value
+    construct = loader.yaml_constructors.get(tag)
+    if construct is None or tag in (_MAP, _SEQ, _MERGE):
+        raise _NotPlain
+    return construct(
+        loader, scalar_node(tag, event.value, event.start_mark, event.end_mark, event.style)
+    )
+
+
+# The tag PyYAML's resolver gives a plain scalar depends only on its text here (the loader has no
+# path resolvers, and its implicit resolvers are fixed when the class is made), and the same keys
+# and values recur in every document: resolving each once saves a third of the construction.
+_RESOLVED: dict[tuple[str, tuple[bool, bool]], str] = {}
+_RESOLVED_MAX = 4096
+
+
+def _resolved(loader: Any, scalar_node: type, value: str, implicit: tuple[bool, bool]) -> str:
+    tag = _RESOLVED.get((value, implicit))
+    if tag is None:
+        tag = loader.resolve(scalar_node, value, implicit)
+        if len(_RESOLVED) < _RESOLVED_MAX:
+            _RESOLVED[value, implicit] = tag
+    return tag
 
 
 def _measure(root: Any) -> None:
@@ -229,7 +287,15 @@ def _check_nesting(text: str, loader_class: type) -> None:
         loader.dispose()
 
 
-def _load(text: str, loader_class: type, plain: Callable[[Any, Any], Any]) -> Any:
+def _load(text: str, loader_class: type) -> Any:
+    try:
+        return _plain_from_events(text, loader_class)
+    except _NotPlain:
+        return _load_composed(text, loader_class)
+
+
+def _load_composed(text: str, loader_class: type) -> Any:
+    """The reference way: any document, measured before it is built."""
     if _may_nest_deeper(text):
         _check_nesting(text, loader_class)
     loader = loader_class(text)
@@ -237,22 +303,10 @@ def _load(text: str, loader_class: type, plain: Callable[[Any, Any], Any]) -> An
         node = loader.get_single_node()
         if node is None:
             return None
-        measured = "&" in text  # an alias needs an anchor; a scalar alias stays plain data
-        if measured:
-            _measure(node)
-        try:
-            return plain(loader, node)
-        except _NotPlain:
-            if not measured:
-                _measure(node)
-            return loader.construct_document(node)
+        _measure(node)
+        return loader.construct_document(node)
     finally:
         loader.dispose()
-
-
-@functools.cache
-def _parts() -> tuple[type, Callable[[Any, Any], Any]]:
-    return _loader_class(), _plain_constructor()
 
 
 def parse_yaml(text: str, source: str, error: Callable[[str, str], OtelConfigError]) -> Any:
@@ -268,7 +322,7 @@ def parse_yaml(text: str, source: str, error: Callable[[str, str], OtelConfigErr
             "which YAML does not allow; remove it or write it as an escape in a double-quoted string",
         )
     try:
-        return _load(text, *_parts())
+        return _load(text, _strict_loader())
     except _Refused as exc:
         raise error(f"{source}:{exc.mark.line + 1}", exc.message) from None
     except yaml.MarkedYAMLError as exc:
