@@ -178,6 +178,30 @@ def test_a_megabyte_collector_config_is_judged_within_bounds(tmp_path: Path) -> 
     assert_within_bounds(result)
 
 
+def test_a_megabyte_collector_config_wrong_everywhere_is_answered_within_bounds(
+    tmp_path: Path,
+) -> None:
+    """Every one of 9,000 scrape jobs misspells a key: the first 100 are explained, the rest
+    counted in one line, within bounds (explaining all of them took 9 s of CPU)."""
+    golden = (helpers.REPO / "tests/golden/example/current/otlp_http+file.yaml").read_text("utf-8")
+    jobs = "".join(
+        f'        - job_name: "job{i}"\n          scrape_intervall: 5s\n          static_configs:\n            - targets: ["localhost:{1000 + i % 60000}"]\n'
+        for i in range(9_000)
+    )
+    path = tmp_path / "big.yaml"
+    path.write_text(golden.replace("      scrape_configs:\n", "      scrape_configs:\n" + jobs, 1))
+    assert path.stat().st_size >= 1_000_000
+    result = run_bounded([helpers.CLI, "validate", path], cwd=tmp_path, env=helpers.cli_env())
+    assert result.returncode == 1
+    lines = helpers.error_lines(result.stderr)
+    assert len(lines) == 101
+    assert (
+        sum(line.endswith("unknown key; did you mean 'scrape_interval'?") for line in lines) == 100
+    )
+    assert "<root>: 8900 more schema violations are not listed" in lines[-1]
+    assert_within_bounds(result)
+
+
 # -- class 6: interrupted writes -----------------------------------------------------------------
 
 # Runs the CLI in a child that delivers a signal to itself in the middle of the write, right after

@@ -66,7 +66,8 @@ def test_an_error_deep_in_a_long_list_is_explained_on_a_small_copy(
     schema, document = _documents()[0]
     document = copy.deepcopy(document)
     document["receivers"]["prometheus"]["config"]["scrape_configs"][23]["scrape_intervall"] = "5s"
-    explained, original = json_schema._explained_instance(document, schema)
+    explained, original, untold = json_schema._explained_instance(document, schema)
+    assert untold == 0
     scrape = explained["receivers"]["prometheus"]["config"]["scrape_configs"]
     assert [job["job_name"] for job in scrape] == ["job0", "job23"]
     assert len(explained["receivers"]) == 2  # the first receiver and prometheus
@@ -88,7 +89,8 @@ def test_a_copy_that_would_change_the_errors_is_not_used(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A scrape job of many keys with its required job_name not first: narrowing it would drop
-    job_name and add a violation that the document does not have."""
+    job_name and add a violation that the document does not have, so only the lists are
+    narrowed."""
     schema, document = _documents()[0]
     document = copy.deepcopy(document)
     scrape = document["receivers"]["prometheus"]["config"]["scrape_configs"]
@@ -96,11 +98,30 @@ def test_a_copy_that_would_change_the_errors_is_not_used(
     options |= {"scheme": "http", "sample_limit": 10, "label_limit": 5, "enable_http2": False}
     scrape[5] = options | scrape[5] | {"honor_labelz": True}
     assert len(scrape[5]) > json_schema._NARROW_ABOVE
-    explained, _ = json_schema._explained_instance(document, schema)
-    assert explained is document
+    explained, _, _ = json_schema._explained_instance(document, schema)
+    kept = explained["receivers"]["prometheus"]["config"]["scrape_configs"]
+    assert [job["job_name"] for job in kept] == ["job0", "job5"]
+    assert kept[1] == scrape[5]  # the mapping whole: its required job_name is still there
+    assert len(explained["receivers"]) == len(document["receivers"])  # mappings not narrowed
     found = violations(document, schema)
     assert [v.path for v in found] == ["receivers.prometheus.config.scrape_configs[5].honor_labelz"]
     assert found == _whole(document, schema, monkeypatch)
+
+
+def test_a_document_wrong_everywhere_gets_the_first_errors_and_a_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    schema, document = _documents()[0]
+    document = copy.deepcopy(document)
+    for job in document["receivers"]["prometheus"]["config"]["scrape_configs"][4:14]:
+        job["scrape_intervall"] = "5s"
+    monkeypatch.setattr(json_schema, "MAX_EXPLAINED", 3)
+    found = violations(document, schema)
+    assert [v.path for v in found] == [
+        *(f"receivers.prometheus.config.scrape_configs[{n}].scrape_intervall" for n in (4, 5, 6)),
+        "",
+    ]
+    assert found[-1].message.startswith("7 more schema violations are not listed")
 
 
 @settings(

@@ -10,8 +10,10 @@ megabyte of config costs seconds (``unevaluatedProperties`` re-validates every p
 to learn which keys were evaluated). So it is given a narrowed copy: large lists and mappings keep
 only their first entry and the entries on a path where jsonschema-rs found an error. The copy is
 used only if jsonschema-rs finds exactly the same errors in it (same places, same schema
-keywords), which is what makes the explanation of the copy that of the document; otherwise the
-whole document is explained.
+keywords), which is what makes the explanation of the copy that of the document; otherwise a
+copy narrowing only the lists is tried, then the whole document is explained. Of a document
+wrong in thousands of places, the first ``MAX_EXPLAINED`` errors are explained and the rest
+counted.
 """
 
 from __future__ import annotations
@@ -78,28 +80,38 @@ _NARROW_ABOVE = 8
 _Location = tuple[Any, ...]  # a path into a document: keys and list indices
 
 
-def _errors(schema_name: str, instance: Any) -> set[tuple[_Location, _Location]]:
-    return {
+# At most this many of jsonschema-rs's errors are explained (about a millisecond each); the rest
+# are counted in one more line. A document wrong in thousands of places gets a bounded answer.
+MAX_EXPLAINED = 100
+
+
+def _errors(schema_name: str, instance: Any) -> list[tuple[_Location, _Location]]:
+    """Where jsonschema-rs finds errors (instance path, schema keyword path), in its order."""
+    found = (
         (tuple(e.instance_path), tuple(e.schema_path))
         for e in _fast_validator(schema_name).iter_errors(instance)
-    }
+    )
+    return list(dict.fromkeys(found))
 
 
 class _Narrowed:
-    """A copy of a document keeping, in each large list or mapping, the first entry and those on
-    a path to an error; ``original`` maps a path in the copy back to the document."""
+    """A copy of a document keeping, in each large list (and mapping, with ``mappings``), the
+    first entry and those on a path to an error; ``original`` maps a path in the copy back to
+    the document."""
 
-    def __init__(self, instance: Any, failing: set[_Location]) -> None:
+    def __init__(self, instance: Any, failing: set[_Location], *, mappings: bool) -> None:
         self._on_path = {path[:n] for path in failing for n in range(len(path) + 1)}
+        self._mappings = mappings
         self._kept_indices: dict[_Location, list[int]] = {}  # by the list's path in the document
         self.copy = self._narrow(instance, ())
 
     def _narrow(self, node: Any, path: _Location) -> Any:
         if isinstance(node, dict):
+            whole = not self._mappings or len(node) <= _NARROW_ABOVE
             keys = [
                 key
                 for n, key in enumerate(node)
-                if n == 0 or len(node) <= _NARROW_ABOVE or (*path, key) in self._on_path
+                if n == 0 or whole or (*path, key) in self._on_path
             ]
             return {key: self._narrow(node[key], (*path, key)) for key in keys}
         if isinstance(node, list):
@@ -120,20 +132,25 @@ class _Narrowed:
         return tuple(found)
 
 
-def _explained_instance(instance: Any, schema_name: str) -> tuple[Any, Callable[[Any], _Location]]:
-    """What jsonschema is given to explain, and how its paths map back to ``instance``."""
+def _explained_instance(
+    instance: Any, schema_name: str
+) -> tuple[Any, Callable[[Any], _Location], int]:
+    """What jsonschema is given to explain, how its paths map back to ``instance``, and how many
+    of jsonschema-rs's errors it leaves out. The narrowest copy is taken that keeps the first
+    ``MAX_EXPLAINED`` errors and adds none (narrowing a mapping may drop a key that is required;
+    narrowing lists seldom changes anything), else the document itself."""
     try:
         errors = _errors(schema_name, instance)
-        narrowed = _Narrowed(instance, {path for path, _ in errors})
-        same = {
-            (narrowed.original(path), keyword)
-            for path, keyword in _errors(schema_name, narrowed.copy)
-        } == errors
+        told = set(errors[:MAX_EXPLAINED])
+        for mappings in (True, False):
+            narrowed = _Narrowed(instance, {path for path, _ in told}, mappings=mappings)
+            found = _errors(schema_name, narrowed.copy)
+            kept = {(narrowed.original(path), keyword) for path, keyword in found}
+            if told <= kept <= set(errors):
+                return narrowed.copy, narrowed.original, len(errors) - len(kept)
     except ValueError:  # a value JSON has no type for (a YAML date, a set): jsonschema names it
-        same = False
-    if same:
-        return narrowed.copy, narrowed.original
-    return instance, tuple
+        pass
+    return instance, tuple, 0
 
 
 def describe(value: Any) -> str:
@@ -261,7 +278,7 @@ def violations(instance: Any, schema_name: str) -> list[Violation]:
             return []
     except ValueError:  # a value JSON has no type for (a YAML date, a set): jsonschema names it
         pass
-    explained, original_path = _explained_instance(instance, schema_name)
+    explained, original_path, untold = _explained_instance(instance, schema_name)
     found: dict[tuple[str, str], Violation] = {}
     for raw in _validator(schema_name).iter_errors(explained):
         error = _deepest(raw)
@@ -280,4 +297,13 @@ def violations(instance: Any, schema_name: str) -> list[Violation]:
             items = [Violation(dotted(base), _message(error))]
         for item in items:
             found.setdefault((item.path, item.message), item)
-    return sorted(found.values(), key=lambda v: v.path)
+    listed = sorted(found.values(), key=lambda v: v.path)
+    if untold:
+        listed.append(
+            Violation(
+                "",
+                f"{untold} more schema violations are not listed (the first {MAX_EXPLAINED} "
+                "are explained); fix those above and check again",
+            )
+        )
+    return listed
