@@ -161,7 +161,7 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
                     {"name": "service.name.override"},
                     {"name": "nemo.gym.sandbox.provider"},
                 ],
-                "metrics_flush_interval": f"{o.scrape_interval_seconds}s",
+                "metrics_flush_interval": "5s",
             },
             **{f"forward/{s}": None for s in signals},
         },
@@ -169,22 +169,34 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
             "otlp_http/backend": {
                 "endpoint": o.endpoint,
                 "headers": {"Authorization": f"Bearer ${{env:{o.token_env}}}"},
+                "timeout": "3s",
                 "retry_on_failure": {
                     "enabled": True,
                     "initial_interval": "5s",
                     "max_interval": "30s",
                     "max_elapsed_time": "300s",
                 },
-                "sending_queue": {"enabled": True, "queue_size": 1000},
+                "sending_queue": {
+                    "enabled": True,
+                    "sizer": "items",
+                    "queue_size": 25000,
+                    "num_consumers": 100,
+                    "block_on_overflow": False,
+                    "batch": {"flush_timeout": "1s", "min_size": 2048, "max_size": 8192},
+                },
             },
             **{
-                f"file/{s}": {"path": f"{bench_dir}/otel/{s}.jsonl", "format": "json"}
+                f"file/{s}": {
+                    "path": f"{bench_dir}/otel/{s}.jsonl",
+                    "format": "json",
+                    "append": True,
+                }
                 for s in signals
             },
         },
         "service": {
             "extensions": ["health_check"],
-            "telemetry": {"logs": {"level": "debug"}},
+            "telemetry": {"logs": {"level": "debug"}, "metrics": {"level": "none"}},
             "pipelines": pipelines,
         },
     }
