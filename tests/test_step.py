@@ -275,3 +275,57 @@ def test_start_refuses_a_health_port_that_already_answers(
     assert result.returncode == 1
     assert "something already answers on 127.0.0.244:13133" in result.stderr
     assert not (tmp_path / "srun-ran").exists()
+
+
+# The last log lines of a collector whose only failure was the delivery report's push at
+# shutdown, as the two lines print them (read from runs of the real binaries), and look-alikes
+# that must still fail the stop.
+_LOST = (
+    "failed to shutdown service after error: failed to shutdown meter provider: failed to upload "
+    'metrics: Post "http://{host}:4318/v1/metrics": dial tcp 127.0.0.1:4318: connect: connection '
+    "refused"
+)
+
+
+@pytest.mark.parametrize(
+    ("last_line", "report", "tolerated"),
+    [
+        ("Error: " + _LOST.format(host="localhost"), True, True),
+        (
+            "2026/12/03 18:49:10 collector server run finished with error: "
+            + _LOST.format(host="localhost"),
+            True,
+            True,
+        ),
+        ("Error: " + _LOST.format(host="localhost"), False, False),  # no report: a real failure
+        ("Error: " + _LOST.format(host="10.0.0.9"), True, False),  # not its own receiver
+        (
+            "Error: failed to shutdown service after error: failed to shutdown pipelines: x; "
+            + _LOST.format(host="localhost").removeprefix(
+                "failed to shutdown service after error: "
+            ),
+            True,
+            False,
+        ),
+        ("Error: " + _LOST.format(host="localhost") + "; and another", True, False),
+        ("Error: cannot start pipelines: listen tcp 127.0.0.1:4318: bind", True, False),
+    ],
+)
+def test_stop_forgives_only_the_lost_last_reading(
+    example_mapping: dict, tmp_path: Path, last_line: str, report: bool, tolerated: bool
+) -> None:
+    """The check the stop makes after the collector exited 1, on the log's last line (srun's
+    own line after it skipped)."""
+    job_dir = tmp_path / "runs/gym-1/aime25"
+    log = job_dir / "otel" / "collector.log"
+    log.parent.mkdir(parents=True)
+    log.write_text(
+        f"info starting\n{last_line}\nsrun: error: node1: task 0: Exited with exit code 1\n",
+        encoding="utf-8",
+    )
+    config = _config(example_mapping, delivery_report=report)
+    fragment = collector_step_script(config, "aime25", job_dir)
+    result = _bash(
+        f"{fragment}\n_otel_collector_only_last_reading_lost", cwd=tmp_path, env=helpers.cli_env()
+    )
+    assert (result.returncode == 0) is tolerated, result.stderr

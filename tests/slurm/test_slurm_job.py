@@ -13,10 +13,12 @@ Outside CI the suite skips when no cluster takes jobs (run ``.ci/slurm-up`` as r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import helpers
 import pytest
 from support.e2e_backend import OtlpBackend, RoutingProxy
 from support.e2e_checks import (
@@ -290,3 +292,39 @@ def test_how_the_step_is_signalled_decides_the_last_batch(
     else:
         assert slurm.status["stop"] == "0", f"the collector exited {slurm.status['stop']}"
         assert all(spans == late for spans in arrived.values()), f"late spans arrived: {arrived}"
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_delivery_report_job_stops_cleanly_and_is_reported(
+    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str, line: str
+) -> None:
+    """With ``otel.delivery_report`` the collector's last push, at shutdown, finds its own
+    receiver closed and it exits 1 (upstream collector issue 12944). The stop tells that one
+    failure from any other, returns 0 with one line saying so, and ``nemo-gym-otel report`` on
+    the job directory finds traces and logs complete, equal at the files and the backend."""
+    slurm = run(
+        tmp_path,
+        backend,
+        proxy,
+        scenario(f"report-{line}", token, line, otel={"delivery_report": True}),
+    )
+    assert slurm.status.get("start") == "0", slurm.start_error
+    log = (slurm.job_dir / "otel" / "collector.log").read_text("utf-8")
+    assert "failed to shutdown meter provider" in log, "the collector did not fail its last push"
+    assert slurm.status.get("stop") == "0", slurm.stop_error
+    (note,) = slurm.stop_error.splitlines()
+    assert "only the delivery report's own last reading" in note and "12944" in note, note
+    assert slurm.job_state == "COMPLETED", slurm.job_state
+    report = helpers.run_cli("report", slurm.job_dir, "--json", cwd=tmp_path)
+    assert report.returncode in (0, 1), report.stderr
+    signals = {s["signal"]: s for s in json.loads(report.stdout)["signals"]}
+    result = slurm.result
+    assert result is not None
+    for name in ("traces", "logs"):
+        entry = signals[name]
+        assert entry["verdict"] == "complete", entry
+        assert entry["files"]["items"] == len(result.file_items(name)) > 0, entry
+        assert entry["backend"]["sent"] == entry["files"]["items"], entry
+        assert entry["backend"]["failed_or_dropped"] == 0, entry
+    check_token_hidden(slurm)
+    print_stop(slurm, f"; {note}")

@@ -111,6 +111,7 @@ def run_slurm_job(
     ports = {name: free_port() for name in SERVICES}
     mapping = job.config_dict(output_path, ports, proxy.url)
     mapping["otel"]["binary"] = scenario.binary
+    mapping["otel"].update(scenario.otel)
     mapping["otel"]["health_check_timeout_seconds"] = HEALTH_TIMEOUT_SECONDS
     # The default interval, as in production: the span metrics flush at it, so the spans of a
     # job's last seconds are counted only when a flush after them still reaches the files.

@@ -13,8 +13,9 @@ import shlex
 import sys
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import helpers
 
@@ -56,6 +57,7 @@ class Scenario:
     black_hole_at_stop: bool = False
     # Turns the written collector.yaml into a broken one, as a hand edit could.
     break_config: Callable[[str], str] | None = None
+    otel: dict[str, Any] = field(default_factory=dict)  # more keys of the otel section
 
 
 def _quoted(values: list[str] | tuple[str, ...]) -> str:

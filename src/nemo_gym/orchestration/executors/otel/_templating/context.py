@@ -71,6 +71,13 @@ def _host_port(host: str, port: int) -> str:
 _WILDCARD_TO_LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "::1"}
 
 
+def delivery_report_endpoint(listen_host: str) -> str:
+    """Where the collector pushes its own counters (``otel.delivery_report``): its OTLP/HTTP
+    receiver. The job step knows a lost push to it by this URL."""
+    host = _WILDCARD_TO_LOOPBACK.get(listen_host, listen_host)
+    return f"http://{_host_port(host, OTLP_HTTP_PORT)}/v1/metrics"
+
+
 def submitting_user() -> str:
     try:
         return getpass.getuser()
@@ -173,9 +180,7 @@ def template_context(
         "delivery_report": {
             "marker": DELIVERY_REPORT_MARKER,
             "interval_ms": DELIVERY_REPORT_INTERVAL_SECONDS * 1000,
-            "endpoint": "http://"
-            + _host_port(_WILDCARD_TO_LOOPBACK.get(host, host), OTLP_HTTP_PORT)
-            + "/v1/metrics",
+            "endpoint": delivery_report_endpoint(host),
         }
         if otel.delivery_report
         else None,
