@@ -18,7 +18,7 @@ from typing import Any
 import helpers
 import pytest
 import yaml
-from support.bounded import assert_within_bounds, run_bounded
+from support.bounded import Bounded, assert_within_bounds, run_bounded
 from support.otelcol import collector_binary, run_validate
 
 from nemo_gym.orchestration.api import SubmitConfig
@@ -199,6 +199,54 @@ def test_a_megabyte_collector_config_wrong_everywhere_is_answered_within_bounds(
         sum(line.endswith("unknown key; did you mean 'scrape_interval'?") for line in lines) == 100
     )
     assert "<root>: 8900 more schema violations are not listed" in lines[-1]
+    assert_within_bounds(result)
+
+
+def _golden_document() -> dict[str, Any]:
+    golden = helpers.REPO / "tests/golden/example/current/otlp_http+file.yaml"
+    return yaml.safe_load(golden.read_text("utf-8"))
+
+
+def _validate_document(document: dict[str, Any], tmp_path: Path) -> Bounded:
+    path = tmp_path / "graph.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return run_bounded([helpers.CLI, "validate", path], cwd=tmp_path, env=helpers.cli_env())
+
+
+def test_a_loop_through_thousands_of_connectors_is_named_in_one_line(tmp_path: Path) -> None:
+    """3,000 pipelines chained through forward connectors back to the first: the cycle is
+    found without recursion (this was a RecursionError traceback) and named in one short line."""
+    document = _golden_document()
+    chain = 3_000
+    pipelines = document["service"]["pipelines"]
+    for n in range(chain):
+        document["connectors"][f"forward/c{n}"] = None
+        pipelines[f"traces/c{n}"] = {
+            "receivers": [f"forward/c{n}"],
+            "exporters": [f"forward/c{(n + 1) % chain}"],
+        }
+    result = _validate_document(document, tmp_path)
+    assert result.returncode == 1, result.stderr
+    (line,) = helpers.error_lines(result.stderr)
+    assert line.startswith("service.pipelines: pipelines form a cycle through connectors (")
+    assert f"({chain - 4} more)" in line and len(line) < 300, line
+    assert_within_bounds(result)
+
+
+def test_twenty_thousand_pipelines_are_judged_within_bounds(tmp_path: Path) -> None:
+    """Each names a receiver that does not exist: one line each, in time linear in the
+    pipelines (finding connector loops compared every pipeline with every other: 114 s)."""
+    document = _golden_document()
+    for n in range(20_000):
+        document["service"]["pipelines"][f"traces/p{n}"] = {
+            "receivers": [f"nosuch{n}"],
+            "exporters": ["file/traces"],
+        }
+    result = _validate_document(document, tmp_path)
+    assert result.returncode == 1
+    lines = helpers.error_lines(result.stderr)
+    assert len(lines) == 20_000
+    assert lines[0].startswith("service.pipelines.traces/p0.receivers[0]: ")
     assert_within_bounds(result)
 
 

@@ -209,39 +209,54 @@ def _sources(pairs: frozenset[tuple[str, str]], target: str) -> str:
     return "signals: " + ", ".join(found) if found else "none: it does not produce that signal"
 
 
+_LOOP_SHOWN = 8  # pipelines of a cycle named in its message; a longer one is shortened
+
+
 def _cycle_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
-    """A connector loop would pass the same data around forever; the collector refuses it."""
+    """A connector loop would pass the same data around forever; the collector refuses it.
+
+    Found by a depth-first walk kept on an explicit stack (a chain of thousands of connectors is
+    no reason for a RecursionError), over edges found through each connector's receiving
+    pipelines (linear in the references, whatever the number of pipelines)."""
     connectors = set((config.get("connectors") or {}).keys())
     pipelines = _pipelines(config)
-    feeds: dict[str, set[str]] = {p: set() for p in pipelines}
-    for source_id, source in pipelines.items():
-        outs = {e for e in (source or {}).get("exporters") or [] if e in connectors}
-        for target_id, target in pipelines.items():
-            if outs & set((target or {}).get("receivers") or []):
-                feeds[source_id].add(target_id)
-    state: dict[str, int] = {}
-
-    def visit(node: str, trail: list[str]) -> list[str] | None:
-        state[node] = 1
-        for nxt in sorted(feeds[node]):
-            if state.get(nxt) == 1:
-                return [*trail, node, nxt]
-            if nxt not in state:
-                found = visit(nxt, [*trail, node])
-                if found:
-                    return found
-        state[node] = 2
-        return None
-
+    receiving: dict[str, set[str]] = {c: set() for c in connectors}
+    for pipeline_id, pipeline in pipelines.items():
+        for ref in (pipeline or {}).get("receivers") or []:
+            if ref in receiving:
+                receiving[ref].add(pipeline_id)
+    feeds: dict[str, list[str]] = {}
+    for pipeline_id, pipeline in pipelines.items():
+        targets: set[str] = set()
+        for ref in (pipeline or {}).get("exporters") or []:
+            targets |= receiving.get(ref, set())
+        feeds[pipeline_id] = sorted(targets)
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
     for start in sorted(pipelines):
-        if start not in state:
-            cycle = visit(start, [])
-            if cycle:
+        if start in state:
+            continue
+        path = [start]
+        todo = [iter(feeds[start])]
+        state[start] = 1
+        while todo:
+            nxt = next(todo[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                todo.pop()
+            elif state.get(nxt) == 1:
+                loop = [*path[path.index(nxt) :], nxt]
+                if len(loop) > _LOOP_SHOWN:  # one line, however long the loop
+                    loop = [*loop[:3], f"({len(loop) - 5} more)", *loop[-2:]]
                 yield Violation(
                     "service.pipelines",
-                    f"pipelines form a cycle through connectors ({' -> '.join(cycle)}); break the loop",
+                    f"pipelines form a cycle through connectors ({' -> '.join(loop)}); "
+                    "break the loop",
                 )
                 return
+            elif nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                todo.append(iter(feeds[nxt]))
 
 
 def _name_is_valid(name: str) -> bool:

@@ -28,6 +28,7 @@ rendered from a built-in template, an override, or written by hand.
 from __future__ import annotations
 
 import ipaddress
+from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -192,7 +193,11 @@ def _refs(pipeline: Mapping[str, Any], role: str) -> list[str]:
 
 def _path_violations(config: Mapping[str, Any], tenant_ids: set[str]) -> Iterator[Violation]:
     """Follow the two states (attribute added or not) from every receiver through processors
-    and connectors to every exporter, until nothing changes."""
+    and connectors to every exporter, until nothing changes.
+
+    A worklist over pipelines: a pipeline is looked at again only when a connector it receives
+    from carries a new state, and a connector's states only grow (at most twice), so the work is
+    linear in the references, however many pipelines and connectors a config chains."""
     connectors = set(_section(config, "connectors"))
     processors = _section(config, "processors")
     pipelines = _pipelines(config)
@@ -200,33 +205,40 @@ def _path_violations(config: Mapping[str, Any], tenant_ids: set[str]) -> Iterato
         pid: {role: _refs(p, role) for role in ("receivers", "processors", "exporters")}
         for pid, p in pipelines.items()
     }
-    entering: dict[str, set[str]] = {pid: set() for pid in pipelines}
+    receiving: dict[str, list[str]] = {c: [] for c in connectors}
+    for pid, refs in roles.items():
+        for ref in refs["receivers"]:
+            if ref in connectors:
+                receiving[ref].append(pid)
+    carried: dict[str, set[str]] = {c: set() for c in connectors}  # states a connector passes on
     leaving: dict[str, set[str]] = {pid: set() for pid in pipelines}
     touched: set[tuple[str, int]] = set()
-    changed = True
-    while changed:
-        changed = False
-        for pid in pipelines:
-            states = set(entering[pid])
-            for ref in roles[pid]["receivers"]:
-                if ref not in connectors:
-                    states.add(_PLAIN)
-                else:
-                    for source, other in roles.items():
-                        if ref in other["exporters"]:
-                            states |= leaving[source]
-            entering[pid] = states
-            out = set()
-            for state in states:
-                for index, ref in enumerate(roles[pid]["processors"]):
-                    if ref in tenant_ids:
-                        state = _TENANT
-                    elif state == _TENANT and _may_touch_tenant(ref, processors.get(ref)):
-                        touched.add((pid, index))
-                out.add(state)
-            if out != leaving[pid]:
-                leaving[pid] = out
-                changed = True
+    todo = deque(pipelines)
+    queued = set(pipelines)
+    while todo:
+        pid = todo.popleft()
+        queued.discard(pid)
+        states: set[str] = set()
+        for ref in roles[pid]["receivers"]:
+            states |= carried[ref] if ref in connectors else {_PLAIN}
+        out = set()
+        for state in states:
+            for index, ref in enumerate(roles[pid]["processors"]):
+                if ref in tenant_ids:
+                    state = _TENANT
+                elif state == _TENANT and _may_touch_tenant(ref, processors.get(ref)):
+                    touched.add((pid, index))
+            out.add(state)
+        if out == leaving[pid]:
+            continue
+        leaving[pid] = out
+        for ref in roles[pid]["exporters"]:
+            if ref in connectors and not out <= carried[ref]:
+                carried[ref] |= out
+                for target in receiving[ref]:
+                    if target not in queued:
+                        todo.append(target)
+                        queued.add(target)
     for pid, index in sorted(touched):
         yield Violation(
             dotted(["service", "pipelines", pid, "processors", index]),
