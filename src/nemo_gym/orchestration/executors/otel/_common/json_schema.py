@@ -80,18 +80,52 @@ _NARROW_ABOVE = 8
 _Location = tuple[Any, ...]  # a path into a document: keys and list indices
 
 
-# At most this many of jsonschema-rs's errors are explained (about a millisecond each); the rest
-# are counted in one more line. A document wrong in thousands of places gets a bounded answer.
+# At most this many places with errors are explained (about a millisecond each); the rest are
+# counted in one more line. A document wrong in thousands of places gets a bounded answer.
 MAX_EXPLAINED = 100
 
 
-def _errors(schema_name: str, instance: Any) -> list[tuple[_Location, _Location]]:
-    """Where jsonschema-rs finds errors (instance path, schema keyword path), in its order."""
-    found = (
-        (tuple(e.instance_path), tuple(e.schema_path))
-        for e in _fast_validator(schema_name).iter_errors(instance)
-    )
-    return list(dict.fromkeys(found))
+# An error as jsonschema-rs's evaluation reports it: (JSON Pointer to the instance location,
+# schema location). Kept as the strings it gives: tens of thousands of errors stay small.
+_Error = tuple[str, str]
+
+
+def _errors(schema_name: str, instance: Any) -> list[_Error]:
+    """Where jsonschema-rs finds errors, in its order. Its ``evaluate`` lists them as plain data;
+    ``iter_errors`` builds a full error object for each, about 10 KB: tens of thousands of errors
+    then cost seconds and hundreds of megabytes."""
+    items = _fast_validator(schema_name).evaluate(instance).errors()
+    return list(dict.fromkeys((item["instanceLocation"], item["schemaLocation"]) for item in items))
+
+
+def _places(errors: list[_Error]) -> list[str]:
+    """The places that are wrong, in order: error locations with no error below them. Errors
+    above them are consequences (an object whose property failed is reported again by its
+    ``unevaluatedProperties``); one place may carry several (each branch of a failed ``anyOf``)."""
+    pointers = list(dict.fromkeys(pointer for pointer, _ in errors))
+    above = {pointer[:n] for pointer in pointers for n, char in enumerate(pointer) if char == "/"}
+    return [pointer for pointer in pointers if pointer not in above]
+
+
+def _pointer(path: Sequence[Any]) -> str:
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+
+
+def _path_of(instance: Any, pointer: str) -> _Location:
+    """A JSON Pointer into ``instance`` as keys and list indices."""
+    path: list[Any] = []
+    node = instance
+    for token in pointer.split("/")[1:]:
+        part: Any = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list):
+            part = int(part)
+        path.append(part)
+        node = node[part] if isinstance(node, (list, dict)) and part in _indices(node) else None
+    return tuple(path)
+
+
+def _indices(node: list[Any] | dict[Any, Any]) -> Any:
+    return range(len(node)) if isinstance(node, list) else node
 
 
 class _Narrowed:
@@ -136,18 +170,26 @@ def _explained_instance(
     instance: Any, schema_name: str
 ) -> tuple[Any, Callable[[Any], _Location], int]:
     """What jsonschema is given to explain, how its paths map back to ``instance``, and how many
-    of jsonschema-rs's errors it leaves out. The narrowest copy is taken that keeps the first
-    ``MAX_EXPLAINED`` errors and adds none (narrowing a mapping may drop a key that is required;
-    narrowing lists seldom changes anything), else the document itself."""
+    of the wrong places it leaves out. The narrowest copy is taken that keeps the errors of the
+    first ``MAX_EXPLAINED`` places and adds none (narrowing a mapping may drop a key that is
+    required; narrowing lists seldom changes anything), else the document itself."""
     try:
         errors = _errors(schema_name, instance)
-        told = set(errors[:MAX_EXPLAINED])
+        places = _places(errors)
+        first = places[:MAX_EXPLAINED]
+        # The first places, and the consequences above them, which the copy must keep as well.
+        shown = {p[:n] for p in first for n, char in enumerate(p) if char == "/"} | set(first)
+        told = {error for error in errors if error[0] in shown}
+        failing = {_path_of(instance, pointer) for pointer, _ in told}
         for mappings in (True, False):
-            narrowed = _Narrowed(instance, {path for path, _ in told}, mappings=mappings)
-            found = _errors(schema_name, narrowed.copy)
-            kept = {(narrowed.original(path), keyword) for path, keyword in found}
+            narrowed = _Narrowed(instance, failing, mappings=mappings)
+            kept = {
+                (_pointer(narrowed.original(_path_of(narrowed.copy, pointer))), keyword)
+                for pointer, keyword in _errors(schema_name, narrowed.copy)
+            }
             if told <= kept <= set(errors):
-                return narrowed.copy, narrowed.original, len(errors) - len(kept)
+                explained = {pointer for pointer, _ in kept}
+                return narrowed.copy, narrowed.original, len(set(places) - explained)
     except ValueError:  # a value JSON has no type for (a YAML date, a set): jsonschema names it
         pass
     return instance, tuple, 0
