@@ -9,11 +9,11 @@ jsonschema explains an invalid document by validating all of it again in Python,
 megabyte of config costs seconds (``unevaluatedProperties`` re-validates every part of an object
 to learn which keys were evaluated). So it is given a narrowed copy: large lists and mappings keep
 only their first entry and the entries on a path where jsonschema-rs found an error. The copy is
-used only if jsonschema-rs finds exactly the same errors in it (same places, same schema
-keywords), which is what makes the explanation of the copy that of the document; otherwise a
-copy narrowing only the lists is tried, then the whole document is explained. Of a document
-wrong in thousands of places, the first ``MAX_EXPLAINED`` errors are explained and the rest
-counted.
+used only if jsonschema-rs finds in it the errors of the places to explain (same places, same
+schema keywords) and no error the document does not have, which is what makes the explanation
+of the copy that of the document; otherwise a copy narrowing only the lists is tried, then the
+whole document is explained. Of a document wrong in thousands of places, the first
+``MAX_EXPLAINED`` places are explained and the rest counted.
 """
 
 from __future__ import annotations
