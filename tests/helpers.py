@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -172,3 +173,19 @@ def error_lines(stderr: str) -> list[str]:
 def tree(root: Path) -> set[str]:
     """Every file and folder below ``root``, to prove a failing command wrote nothing."""
     return {p.relative_to(root).as_posix() for p in root.rglob("*")}
+
+
+def case_header(text: str) -> dict[str, Any]:
+    """What a data-file case expects, written as YAML behind ``#: `` in its header."""
+    lines = [line[3:] for line in text.splitlines() if line.startswith("#: ")]
+    return yaml.safe_load("\n".join(lines)) or {}
+
+
+def staged_submit_case(case: Path, tmp_path: Path, expected: dict[str, Any]) -> tuple[Path, str]:
+    """A submit-config case copied into ``tmp_path/configs`` and the ``--job-dir`` it renders
+    to (``job_dir`` of its header, ``{tmp}`` standing for ``tmp_path``)."""
+    config = tmp_path / "configs" / case.name
+    config.parent.mkdir()
+    shutil.copyfile(case, config)
+    job_dir = expected.get("job_dir", "{tmp}/runs/gym-1/aime25").replace("{tmp}", str(tmp_path))
+    return config, job_dir

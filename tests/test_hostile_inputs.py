@@ -26,7 +26,6 @@ from typing import Any
 
 import helpers
 import pytest
-import yaml
 from support.bounded import assert_within_bounds, run_bounded
 
 HOSTILE = helpers.DATA / "hostile"
@@ -48,8 +47,7 @@ CLASSES = ("c1-", "c2-", "c3-", "c4-", "c5-")
 
 
 def expectation(text: str, name: str) -> dict[str, Any]:
-    lines = [line[3:] for line in text.splitlines() if line.startswith("#: ")]
-    expected = yaml.safe_load("\n".join(lines)) or {}
+    expected = helpers.case_header(text)
     assert set(expected) <= _KEYS, f"{name}: unknown expectation keys"
     assert "valid" in expected or {"path", "says"} <= set(expected), f"{name}: path and says"
     return expected
@@ -83,11 +81,8 @@ def _check_refusal(result: Any, expected: dict[str, Any], where: Path, name: str
 @pytest.mark.parametrize("case", SUBMIT_CASES, ids=lambda p: p.stem)
 def test_render_refuses_hostile_submit_configs(case: Path, tmp_path: Path) -> None:
     expected = _expected_of(case)
-    config = tmp_path / "configs" / case.name
-    config.parent.mkdir()
-    shutil.copyfile(case, config)
+    config, job_dir = helpers.staged_submit_case(case, tmp_path, expected)
     (tmp_path / "a-file").write_text("not a folder\n", encoding="utf-8")
-    job_dir = expected.get("job_dir", "{tmp}/runs/gym-1/aime25").replace("{tmp}", str(tmp_path))
     before = helpers.tree(tmp_path)
     result = run_bounded(
         [

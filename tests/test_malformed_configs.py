@@ -16,7 +16,6 @@ exit 1 with exactly one error line, no traceback, and nothing written anywhere.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import helpers
@@ -31,11 +30,9 @@ _KEYS = {"path", "says", "absent", "benchmark", "job_dir"}
 def expectation(case: Path) -> dict[str, str]:
     sidecar = case.with_suffix(".expect")
     if sidecar.exists():
-        text = sidecar.read_text(encoding="utf-8")
+        expected = yaml.safe_load(sidecar.read_text(encoding="utf-8")) or {}
     else:
-        lines = case.read_bytes().decode("utf-8", "replace").splitlines()
-        text = "\n".join(line[3:] for line in lines if line.startswith("#: "))
-    expected = yaml.safe_load(text) or {}
+        expected = helpers.case_header(case.read_bytes().decode("utf-8", "replace"))
     assert {"path", "says"} <= set(expected) <= _KEYS, f"{case.name}: bad expectation header"
     return expected
 
@@ -48,10 +45,7 @@ def test_there_are_enough_cases() -> None:
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.stem)
 def test_render_refuses_naming_the_key_and_writes_nothing(case: Path, tmp_path: Path) -> None:
     expected = expectation(case)
-    config = tmp_path / "configs" / case.name
-    config.parent.mkdir()
-    shutil.copyfile(case, config)
-    job_dir = expected.get("job_dir", "{tmp}/runs/gym-1/aime25").replace("{tmp}", str(tmp_path))
+    config, job_dir = helpers.staged_submit_case(case, tmp_path, expected)
     before = helpers.tree(tmp_path)
 
     result = helpers.run_cli(
