@@ -209,6 +209,17 @@ def _sources(pairs: frozenset[tuple[str, str]], target: str) -> str:
     return "signals: " + ", ".join(found) if found else "none: it does not produce that signal"
 
 
+def connector_readers(config: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Connector id -> the pipelines that receive from it: the edges that leave a connector,
+    found once (the cycle rule and the tenant paths follow them)."""
+    readers: dict[str, list[str]] = {c: [] for c in (config.get("connectors") or {})}
+    for pipeline_id, pipeline in _pipelines(config).items():
+        for ref in (pipeline or {}).get("receivers") or []:
+            if ref in readers:
+                readers[ref].append(pipeline_id)
+    return readers
+
+
 _LOOP_SHOWN = 8  # pipelines of a cycle named in its message; a longer one is shortened
 
 
@@ -218,18 +229,13 @@ def _cycle_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
     Found by a depth-first walk kept on an explicit stack (a chain of thousands of connectors is
     no reason for a RecursionError), over edges found through each connector's receiving
     pipelines (linear in the references, whatever the number of pipelines)."""
-    connectors = set((config.get("connectors") or {}).keys())
     pipelines = _pipelines(config)
-    receiving: dict[str, set[str]] = {c: set() for c in connectors}
-    for pipeline_id, pipeline in pipelines.items():
-        for ref in (pipeline or {}).get("receivers") or []:
-            if ref in receiving:
-                receiving[ref].add(pipeline_id)
+    receiving = connector_readers(config)
     feeds: dict[str, list[str]] = {}
     for pipeline_id, pipeline in pipelines.items():
         targets: set[str] = set()
         for ref in (pipeline or {}).get("exporters") or []:
-            targets |= receiving.get(ref, set())
+            targets.update(receiving.get(ref, ()))
         feeds[pipeline_id] = sorted(targets)
     state: dict[str, int] = {}  # 1: on the current path, 2: done
     for start in sorted(pipelines):

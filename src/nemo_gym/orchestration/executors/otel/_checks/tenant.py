@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._common.errors import Violation, dotted
-from .graph import component_type
+from .graph import component_type, connector_readers
 
 TENANT_KEY = "Authorization"
 OTLP_HTTP_TYPES = frozenset({"otlp_http", "otlphttp"})  # the new name and its old alias
@@ -205,11 +205,7 @@ def _path_violations(config: Mapping[str, Any], tenant_ids: set[str]) -> Iterato
         pid: {role: _refs(p, role) for role in ("receivers", "processors", "exporters")}
         for pid, p in pipelines.items()
     }
-    receiving: dict[str, list[str]] = {c: [] for c in connectors}
-    for pid, refs in roles.items():
-        for ref in refs["receivers"]:
-            if ref in connectors:
-                receiving[ref].append(pid)
+    receiving = connector_readers(config)
     carried: dict[str, set[str]] = {c: set() for c in connectors}  # states a connector passes on
     leaving: dict[str, set[str]] = {pid: set() for pid in pipelines}
     touched: set[tuple[str, int]] = set()
