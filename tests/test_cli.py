@@ -57,17 +57,26 @@ def job_dir(tmp_path: Path) -> Path:
     return tmp_path / "runs" / "gym-demo" / "aime25"
 
 
+@pytest.fixture
+def example(example_mapping: dict, job_dir: Path) -> Path:
+    """The bundled example with job.output_path where the tests' job directories are, so a
+    rendering has nothing to warn about (<output_path>/<gym_job_id>/<benchmark>)."""
+    example_mapping["job"]["output_path"] = str(job_dir.parents[1])
+    return write_config(job_dir.parents[2], example_mapping)
+
+
 # -- render ---------------------------------------------------------------------------------
 
 
-def test_render_writes_the_checked_config_and_prints_its_path(job_dir: Path) -> None:
-    result = render(EXAMPLE, job_dir)
+def test_render_writes_the_checked_config_and_prints_its_path(example: Path, job_dir: Path) -> None:
+    result = render(example, job_dir)
 
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     target = job_dir / "otel" / "collector.yaml"
     assert result.stdout == f"{target}\n"
     assert helpers.tree(job_dir.parents[2]) == {
+        "submit.yaml",
         "runs",
         "runs/gym-demo",
         "runs/gym-demo/aime25",
@@ -101,8 +110,8 @@ def test_render_writes_the_checked_config_and_prints_its_path(job_dir: Path) -> 
         assert parsed["exporters"][f"file/{signal}"]["path"] == f"{job_dir}/otel/{signal}.jsonl"
 
 
-def test_render_warns_once_when_the_token_is_unset(job_dir: Path) -> None:
-    result = render(EXAMPLE, job_dir, env=helpers.cli_env(OTEL_TOKEN=None))
+def test_render_warns_once_when_the_token_is_unset(example: Path, job_dir: Path) -> None:
+    result = render(example, job_dir, env=helpers.cli_env(OTEL_TOKEN=None))
 
     assert result.returncode == 0, result.stderr
     (warning,) = result.stderr.splitlines()
@@ -114,6 +123,7 @@ def test_render_with_files_only_needs_no_token_and_never_names_it(
     example_mapping: dict, job_dir: Path
 ) -> None:
     example_mapping["otel"] = {"exporters": ["file"]}  # no endpoint, no service name
+    example_mapping["job"]["output_path"] = str(job_dir.parents[1])
     config = write_config(job_dir.parents[2], example_mapping)
 
     result = render(config, job_dir, env=helpers.cli_env(OTEL_TOKEN=None))
@@ -205,7 +215,7 @@ def test_validate_reports_graph_violations(rendered: Path, tmp_path: Path) -> No
 
     assert result.returncode == 1
     (message,) = helpers.error_lines(result.stderr)
-    assert message.startswith("service.pipelines.traces/backend.exporters[0]: ")
+    assert message.startswith("service.pipelines.traces/backend.exporters.otlp_http/elsewhere: ")
     assert "not defined" in message
 
 
@@ -285,9 +295,10 @@ def test_templates_json(tmp_path: Path) -> None:
     rows = json.loads(result.stdout)
     assert isinstance(rows, list)
     for row in rows:
-        assert set(row) == {"line", "min_collector", "max_collector", "combinations"}
+        assert set(row) == {"line", "min_collector", "max_collector", "combinations", "origins"}
     assert {r["line"]: (r["min_collector"], r["max_collector"]) for r in rows} == LINES
     assert all(set(r["combinations"]) == COMBINATIONS for r in rows)
+    assert all(r["origins"] == dict.fromkeys(sorted(COMBINATIONS), "built-in") for r in rows)
 
 
 # -- env ------------------------------------------------------------------------------------
@@ -371,7 +382,8 @@ def test_env_with_an_unset_host_variable_names_the_key(env_config: Path, tmp_pat
 
 
 def ok_lines(config_label: str) -> set[str]:
-    return {f"ok {config_label}: {line}/{c}" for line in LINES for c in COMBINATIONS}
+    """Each rendering says where its template came from (issue 17)."""
+    return {f"ok {config_label}: {line}/{c} (built-in)" for line in LINES for c in COMBINATIONS}
 
 
 def test_check_passes_on_the_builtin_templates(tmp_path: Path) -> None:
@@ -439,7 +451,7 @@ def test_check_fails_on_a_broken_override(tmp_path: Path, block: str, names: str
 
     assert result.returncode == 1
     assert set(result.stdout.splitlines()) == ok_lines("bundled example") - {
-        "ok bundled example: current/file"
+        "ok bundled example: current/file (built-in)"
     }
     (problem,) = helpers.error_lines(
         result.stderr.replace("nemo-gym-otel: 1 problem(s) found\n", "")

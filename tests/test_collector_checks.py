@@ -29,6 +29,9 @@ extensions:
   health_check:
 service:
   extensions: [{extensions}]
+  telemetry:
+    metrics:
+      level: none
   pipelines:
 {pipelines}
 """
@@ -61,27 +64,27 @@ def test_a_consistent_graph_passes() -> None:
         (
             "    traces: {receivers: [otlp], exporters: [otlp_http]}\n",
             "health_check",
-            "service.pipelines.traces.exporters[0]: 'otlp_http' is not defined under exporters or connectors",
+            "service.pipelines.traces.exporters.otlp_http: 'otlp_http' is not defined under exporters or connectors",
         ),
         (
             "    traces: {receivers: [otlp], processors: [memory_limiter], exporters: [debug]}\n",
             "health_check",
-            "service.pipelines.traces.processors[0]: 'memory_limiter' is not defined under processors",
+            "service.pipelines.traces.processors.memory_limiter: 'memory_limiter' is not defined under processors",
         ),
         (
             "    traces: {receivers: [otlp], exporters: [debug]}\n",
             "health_check, pprof",
-            "service.extensions[1]: extension 'pprof' is not defined",
+            "service.extensions.pprof: extension 'pprof' is not defined",
         ),
         (
             "    traces: {receivers: [prometheus], exporters: [debug]}\n",
             "health_check",
-            "service.pipelines.traces.receivers[0]: 'prometheus' does not handle traces",
+            "service.pipelines.traces.receivers.prometheus: 'prometheus' does not handle traces",
         ),
         (
             "    traces: {receivers: [otlp], exporters: [debug, debug]}\n",
             "health_check",
-            "service.pipelines.traces.exporters[1]: 'debug' is listed twice",
+            "service.pipelines.traces.exporters.debug: 'debug' is listed twice",
         ),
         (
             "    traces: {receivers: [otlp], exporters: [forward/t]}\n",
@@ -150,8 +153,8 @@ def test_violations_are_reported_one_per_line() -> None:
     lines = str(caught.value).splitlines()
     assert lines[0] == "hand.yaml is invalid:"
     assert lines[1:] == [
-        "service.pipelines.traces.exporters[0]: 'gone' is not defined under exporters or connectors; define it or remove it here",
-        "service.pipelines.traces.receivers[0]: 'nope' is not defined under receivers or connectors; define it or remove it here",
+        "service.pipelines.traces.exporters.gone: 'gone' is not defined under exporters or connectors; define it or remove it here",
+        "service.pipelines.traces.receivers.nope: 'nope' is not defined under receivers or connectors; define it or remove it here",
     ]
 
 

@@ -94,7 +94,7 @@ def test_a_job_directory_with_a_colon_reaches_the_collector(tmp_path: Path) -> N
     """``--config=/a:b/...`` reads as a URI scheme; the step passes ``file:<path>``, which the
     collector takes whatever the path holds (checked with the real binary, both ways)."""
     binary = collector_binary("current")
-    job_dir = tmp_path / "runs" / "gym:1" / "aime 25:x"
+    job_dir = tmp_path / "runs: x" / "gym:1" / "aime25"  # the last part is the benchmark
     config = SubmitConfig.from_dict(_example())
     written = write_collector_config(config, "aime25", job_dir)
     assert run_validate(binary, written).returncode == 0
@@ -146,7 +146,7 @@ def test_a_megabyte_submit_config_renders_within_bounds(tmp_path: Path) -> None:
             "--benchmark",
             "bench_77",
             "--job-dir",
-            tmp_path / "r/g/b",
+            tmp_path / "r/g/bench_77",
             "--stdout",
         ],
         cwd=tmp_path,
@@ -246,7 +246,7 @@ def test_twenty_thousand_pipelines_are_judged_within_bounds(tmp_path: Path) -> N
     assert result.returncode == 1
     lines = helpers.error_lines(result.stderr)
     assert len(lines) == 20_000
-    assert lines[0].startswith("service.pipelines.traces/p0.receivers[0]: ")
+    assert lines[0].startswith("service.pipelines.traces/p0.receivers.nosuch0: ")
     assert_within_bounds(result)
 
 

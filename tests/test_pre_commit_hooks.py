@@ -73,12 +73,13 @@ def test_the_check_hook_passes_a_good_override_and_fails_a_broken_one(
     good = (
         FRONT_MATTER
         + EXTENDS
-        + "{% block telemetry %}\n    logs:\n      level: info\n{% endblock %}\n"
+        + "{% block telemetry %}\n    logs:\n      level: info\n    metrics:\n      level: none\n"
+        + "{% endblock %}\n"
     )
     repo = _repository(tmp_path, {"templates/current/otlp_http+file.yaml.j2": good})
     passed = _run_hook(repo, "nemo-gym-otel-check", hook_home)
     assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "ok bundled example: current/otlp_http+file" in passed.stdout
+    assert "ok bundled example: current/otlp_http+file (override " in passed.stdout
     broken = (
         FRONT_MATTER
         + EXTENDS
@@ -91,7 +92,10 @@ def test_the_check_hook_passes_a_good_override_and_fails_a_broken_one(
     _git(repo, "add", ".")
     failed = _run_hook(repo, "nemo-gym-otel-check", hook_home)
     assert failed.returncode == 1
-    assert "service.pipelines.traces/ingest.exporters[0]: 'nowhere' is not defined" in failed.stdout
+    assert (
+        "service.pipelines.traces/ingest.exporters.nowhere: 'nowhere' is not defined"
+        in failed.stdout
+    )
 
 
 def test_the_validate_hook_names_the_invalid_file(tmp_path: Path, hook_home: Path) -> None:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # what type checkers see of the table below (tests/test_api.p
     from ._common.errors import (
         CollectorConfigError,
         OtelConfigError,
+        OtelConfigWarning,
         SubmitConfigError,
         TemplateError,
         Violation,
@@ -80,6 +81,7 @@ _LAZY = {
     "TemplateError": ("_common.errors", "TemplateError"),
     "CollectorConfigError": ("_common.errors", "CollectorConfigError"),
     "Violation": ("_common.errors", "Violation"),
+    "OtelConfigWarning": ("_common.errors", "OtelConfigWarning"),
 }
 
 __all__ = sorted([*_CONSTANTS, *_LAZY])

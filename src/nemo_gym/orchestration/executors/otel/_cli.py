@@ -17,7 +17,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ._checks.binary import CollectorVerdict, collector_release, collector_verdict
 from ._checks.collector import validate_collector_config
@@ -31,12 +31,7 @@ from ._common.errors import (
     Violation,
 )
 from ._common.text_file import read_text_file
-from ._pipeline import (
-    check_rendering,
-    render_collector_config,
-    render_unchecked,
-    write_collector_config,
-)
+from ._pipeline import check_rendering, render_checked, render_unchecked, write_rendered
 from ._report_view import run_report
 from ._step import collector_step, collector_step_script
 from ._submit.config import SubmitConfig
@@ -67,12 +62,27 @@ def _named_as_flags(flags: Mapping[str, str]) -> Iterator[None]:
         raise type(exc)(flags[exc.path], exc.message) from None
 
 
+_JOB_FLAGS = {"benchmark_name": "--benchmark", "remote_bench_dir": "--job-dir"}
+
+
+def _warn(
+    found: Sequence[Violation], prefix: str = "", flags: Mapping[str, str] = _JOB_FLAGS
+) -> None:
+    """Warnings as the errors are printed, an API parameter named by its flag."""
+    for violation in found:
+        path = flags.get(violation.path, violation.path)
+        print(f"{PROG}: warning: {prefix}{Violation(path, violation.message)}", file=sys.stderr)
+
+
 def _cmd_render(args: argparse.Namespace) -> int:
     config = SubmitConfig.from_yaml(args.config)
     validate_gym_telemetry(config)  # rendering checks the destination and the arguments
-    output = render_collector_config if args.stdout else write_collector_config
-    with _named_as_flags({"benchmark_name": "--benchmark", "remote_bench_dir": "--job-dir"}):
-        result = output(config, args.benchmark, args.job_dir, template_dirs=args.template_dir)
+    with _named_as_flags(_JOB_FLAGS):
+        text, found = render_checked(
+            config, args.benchmark, args.job_dir, template_dirs=args.template_dir
+        )
+        result = text if args.stdout else write_rendered(text, args.job_dir)
+    _warn(found)
     if "otlp_http" in config.otel.exporters:
         try:
             resolve_token(config)
@@ -89,9 +99,11 @@ def _cmd_render(args: argparse.Namespace) -> int:
 class _Judged:
     """One config judged: what it is, the package's violations, the collector's verdict."""
 
-    subject: dict[str, str]  # {"file": ...} or {"config": ..., "line": ..., "combination": ...}
+    subject: dict[str, str]  # {"file": ...} or {"config": ..., "line": ..., "combination": ...,
+    # "origin": "built-in" or the override folder the template came from}
     violations: tuple[Violation, ...]
     collector: CollectorVerdict | None
+    warnings: tuple[Violation, ...] = ()
 
     @property
     def label(self) -> str:
@@ -102,10 +114,12 @@ class _Judged:
             return s["config"]
         return f"{s['config']}: {s['line']}/{s['combination']}"
 
-    @property
-    def error_prefix(self) -> str:
-        """A file's violations name their own paths in it; a rendering's say which it is."""
-        return "" if "file" in self.subject else f"{self.label}: "
+    def prefix(self, several: bool) -> str:
+        """A file's violations name their own paths in it, and the file when several are
+        judged; a rendering's say which it is."""
+        if "file" not in self.subject:
+            return f"{self.label}: "
+        return f"{self.label}: " if several else ""
 
     @property
     def valid(self) -> bool:
@@ -119,6 +133,7 @@ class _Judged:
             **self.subject,
             "valid": self.valid,
             "violations": [{"path": v.path, "message": v.message} for v in self.violations],
+            "warnings": [{"path": v.path, "message": v.message} for v in self.warnings],
             "collector": collector,
         }
 
@@ -129,9 +144,14 @@ def _emit(results: list[_Judged], output: str, ok_line: str) -> int:
     if output == "json":
         print(json.dumps([result.as_json() for result in results], indent=2))
     else:
+        several = len(results) > 1
         for result in results:
+            prefix = result.prefix(several)
             for violation in result.violations:
-                print(f"{PROG}: error: {result.error_prefix}{violation}", file=sys.stderr)
+                # A YAML syntax error already names the file (``a.yaml:12``).
+                shown = "" if violation.path.startswith(result.label) else prefix
+                print(f"{PROG}: error: {shown}{violation}", file=sys.stderr)
+            _warn(result.warnings, prefix)
             verdict = result.collector
             if verdict is not None and not verdict.valid:
                 print(
@@ -140,8 +160,14 @@ def _emit(results: list[_Judged], output: str, ok_line: str) -> int:
                 )
             if result.valid:
                 suffix = "" if verdict is None else f" (collector {verdict.binary}: valid)"
+                origin = result.subject.get("origin")
+                suffix = f" ({_origin(origin)})" + suffix if origin else suffix
                 print(ok_line.format(label=result.label) + suffix)
     return EXIT_OK if all(result.valid for result in results) else EXIT_INVALID
+
+
+def _origin(origin: str) -> str:
+    return origin if origin == "built-in" else f"override {origin}"
 
 
 def _read_text(path: Path) -> str:
@@ -158,11 +184,12 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     for name in args.file:
         path = Path(name)
         violations: tuple[Violation, ...] = ()
+        found: list[Violation] = []
         text = None
         try:
             text = _read_text(path)
             with _named_as_flags({"otel.collector_version": "--collector-version"}):
-                validate_collector_config(
+                found = validate_collector_config(
                     text,
                     version,
                     source=str(path),
@@ -170,13 +197,14 @@ def _cmd_validate(args: argparse.Namespace) -> int:
                     token_env=args.token_env,
                     listen_host=args.listen_host,
                     endpoint=args.endpoint,
+                    allow_plain_http=args.allow_plain_http,
                 )
         except CollectorConfigError as exc:
             violations = tuple(exc.violations)
         verdict = None
         if args.collector and text is not None:
             verdict = collector_verdict(args.collector, text)
-        results.append(_Judged({"file": str(path)}, violations, verdict))
+        results.append(_Judged({"file": str(path)}, violations, verdict, tuple(found)))
     return _emit(results, args.format, "{label}: valid")
 
 
@@ -195,11 +223,12 @@ def _cmd_graph(args: argparse.Namespace) -> int:
             print(f"{PROG}: error: --config needs --benchmark", file=sys.stderr)
             return EXIT_USAGE
         config = SubmitConfig.from_yaml(args.config)
-        job_dir = f"/nemo-gym-otel-graph/{args.benchmark}"
+        job_dir = _example_job_dir(config, "nemo-gym-otel-graph", args.benchmark)
         with _named_as_flags({"benchmark_name": "--benchmark"}):
-            text = render_collector_config(
+            text, found = render_checked(
                 config, args.benchmark, job_dir, template_dirs=args.template_dir
             )
+        _warn(found)
         source = f"rendered {args.config}"
     else:
         source = args.file
@@ -226,6 +255,12 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _example_job_dir(config: SubmitConfig, gym_job_id: str, benchmark: object) -> str:
+    """A job directory of the seed's shape for a rendering no job will use (graph, check)."""
+    output_path = str(PurePosixPath(config.job.output_path))
+    return f"{output_path.rstrip('/')}/{gym_job_id}/{benchmark}"
+
+
 def _variable_name(text: str) -> str:
     if not _VARIABLE_NAME.fullmatch(text):
         raise argparse.ArgumentTypeError("must be an environment variable name, e.g. OTEL_TOKEN")
@@ -240,6 +275,7 @@ def _cmd_templates(args: argparse.Namespace) -> int:
             "min_collector": format_version(line.collector_min),
             "max_collector": format_version(line.collector_max) if line.collector_max else None,
             "combinations": sorted(line.templates),
+            "origins": {name: info.origin for name, info in sorted(line.templates.items())},
         }
         for line in lines
     ]
@@ -248,8 +284,11 @@ def _cmd_templates(args: argparse.Namespace) -> int:
     else:
         for row in rows:
             upper = f"<{row['max_collector']}" if row["max_collector"] else "open"
+            combinations = ", ".join(
+                f"{name} ({_origin(origin)})" for name, origin in row["origins"].items()
+            )
             print(
-                f"{row['line']:<10} collector >={row['min_collector']}, {upper:<10} {', '.join(row['combinations'])}"
+                f"{row['line']:<10} collector >={row['min_collector']}, {upper:<10} {combinations}"
             )
     return EXIT_OK
 
@@ -291,13 +330,15 @@ def _judge_rendering(
         rendering = render_unchecked(variant, benchmark, job_dir, template_dirs=args.template_dir)
     except OtelConfigError as exc:
         return _Judged(subject, tuple(exc.violations), None)
+    subject = {**subject, "origin": rendering.origin}
     violations: tuple[Violation, ...] = ()
+    found: list[Violation] = []
     try:
-        check_rendering(rendering)
+        found = check_rendering(rendering)
     except OtelConfigError as exc:
         violations = tuple(exc.violations)
     verdict = collector_verdict(args.collector, rendering.text) if args.collector else None
-    return _Judged(subject, violations, verdict)
+    return _Judged(subject, violations, verdict, tuple(found))
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -317,7 +358,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             results.append(_Judged({"config": name}, tuple(exc.violations), None))
             continue
         benchmark = next(iter(config.driver.benchmarks))
-        job_dir = f"/nemo-gym-otel-check/{config_path.stem}/{benchmark}"
+        job_dir = _example_job_dir(config, "nemo-gym-otel-check", benchmark)
         for line in lines:
             for combination in sorted(line.templates):
                 otel = dataclasses.replace(
@@ -419,6 +460,12 @@ def _parser() -> argparse.ArgumentParser:
         "--endpoint",
         metavar="URL",
         help="the backend's URL: OTLP/HTTP exporters may send the token only there",
+    )
+    validate.add_argument(
+        "--allow-plain-http",
+        action="store_true",
+        help="let OTLP/HTTP exporters send the token over plain http:// off the node "
+        "(otel.allow_plain_http: a proxy on the node's private network)",
     )
     judged_by_collector(validate)
     validate.set_defaults(run=_cmd_validate)

@@ -7,6 +7,7 @@ written, so a broken template or override never reaches a job directory.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -15,8 +16,15 @@ from ._checks.collector import check_collector_config
 from ._checks.tenant import TenantPolicy
 from ._common.atomic_file import write_atomically
 from ._common.constants import COLLECTOR_CONFIG_NAME, COLLECTOR_DIR
-from ._common.errors import CollectorConfigError, SubmitConfigError, TemplateError
+from ._common.errors import (
+    CollectorConfigError,
+    OtelConfigWarning,
+    SubmitConfigError,
+    TemplateError,
+    Violation,
+)
 from ._submit.config import SubmitConfig
+from ._submit.job_dir import check_job_dir, job_dir_warnings
 from ._submit.rules import validate_destination
 from ._templating.catalogue import Line, search_path, template_set
 from ._templating.context import template_context
@@ -51,19 +59,7 @@ def check_render_inputs(
             "benchmark_name",
             f"is not one of driver.benchmarks ({known}); pick one of them",
         )
-    bench_dir = PurePosixPath(os.fspath(remote_bench_dir))
-    if not bench_dir.is_absolute():
-        raise SubmitConfigError(
-            "remote_bench_dir",
-            "must be an absolute path: the collector runs in the job's working directory, not the submitter's",
-        )
-    if {".", ".."} & set(os.fspath(remote_bench_dir).split("/")):
-        # PurePosixPath drops "." and keeps "..", so the parent would not be the run's folder.
-        raise SubmitConfigError(
-            "remote_bench_dir",
-            "must not contain '.' or '..' segments: run_id is the name of the job directory's "
-            "parent; pass <output_path>/<gym_job_id>/<benchmark> without them",
-        )
+    bench_dir = check_job_dir(config, benchmark_name, remote_bench_dir)
     validate_destination(config)
     return bench_dir
 
@@ -77,6 +73,7 @@ class Rendering:
     template: str  # the template's name
     origin: str  # where the template was found (built-in or an override folder)
     policy: TenantPolicy  # the token and tenant rules of the config it was rendered for
+    warnings: tuple[Violation, ...] = ()  # about its inputs (a job directory out of place)
 
 
 def render_unchecked(
@@ -93,20 +90,44 @@ def render_unchecked(
     info, line = templates.select(config.otel.collector_version, config.otel.exporters)
     context = template_context(config, benchmark_name, bench_dir, info, line)
     text = render_template(templates, info, context)
-    policy = TenantPolicy(config.otel.token_env, config.otel.listen_host, config.otel.endpoint)
-    return Rendering(text, line, info.name, info.origin, policy)
+    otel = config.otel
+    policy = TenantPolicy(otel.token_env, otel.listen_host, otel.endpoint, otel.allow_plain_http)
+    warnings = tuple(job_dir_warnings(config, bench_dir))
+    return Rendering(text, line, info.name, info.origin, policy, warnings)
 
 
-def check_rendering(rendering: Rendering) -> None:
-    """Parse and check a rendering; raises with every violation, naming the template."""
+def check_rendering(rendering: Rendering) -> list[Violation]:
+    """Parse and check a rendering; raises with every violation, naming the template. Returns
+    its warnings: those of its inputs, then the config's (components no pipeline uses)."""
     from ._common.yaml_loader import parse_yaml
 
     source = f"rendered {rendering.template}"
     parsed = parse_yaml(rendering.text, source, TemplateError)
     try:
-        check_collector_config(parsed, rendering.line, source, rendering.policy)
+        found = check_collector_config(parsed, rendering.line, source, rendering.policy)
     except CollectorConfigError as exc:
         raise CollectorConfigError(exc.violations, f"{source} ({rendering.origin})") from None
+    return [*rendering.warnings, *found]
+
+
+def render_checked(
+    config: SubmitConfig,
+    benchmark_name: str,
+    remote_bench_dir: str | os.PathLike[str],
+    *,
+    template_dirs: Sequence[str | os.PathLike[str]] | None = None,
+) -> tuple[str, list[Violation]]:
+    """The checked YAML and its warnings, as data (the CLI prints them)."""
+    rendering = render_unchecked(
+        config, benchmark_name, remote_bench_dir, template_dirs=template_dirs
+    )
+    return rendering.text, check_rendering(rendering)
+
+
+def _warn(found: list[Violation]) -> None:
+    """Python callers get the warnings the CLI prints as :class:`OtelConfigWarning`."""
+    for violation in found:
+        warnings.warn(OtelConfigWarning(violation), stacklevel=3)
 
 
 def render_collector_config(
@@ -121,11 +142,11 @@ def render_collector_config(
     ``template_dirs`` overrides ``NEMO_GYM_OTEL_TEMPLATE_PATH``; both come before the built-in
     templates. A violation raises: a broken template or override never reaches a job directory.
     """
-    rendering = render_unchecked(
+    text, found = render_checked(
         config, benchmark_name, remote_bench_dir, template_dirs=template_dirs
     )
-    check_rendering(rendering)
-    return rendering.text
+    _warn(found)
+    return text
 
 
 def write_collector_config(
@@ -136,9 +157,16 @@ def write_collector_config(
     template_dirs: Sequence[str | os.PathLike[str]] | None = None,
 ) -> Path:
     """Render, check and atomically write ``<remote_bench_dir>/otel/collector.yaml``."""
-    text = render_collector_config(
+    text, found = render_checked(
         config, benchmark_name, remote_bench_dir, template_dirs=template_dirs
     )
+    target = write_rendered(text, remote_bench_dir)
+    _warn(found)
+    return target
+
+
+def write_rendered(text: str, remote_bench_dir: str | os.PathLike[str]) -> Path:
+    """Atomically write checked YAML as ``<remote_bench_dir>/otel/collector.yaml``."""
     target = collector_config_path(bench_dir_argument(remote_bench_dir))
     try:
         write_atomically(target, text)

@@ -18,7 +18,8 @@ from .._common.errors import CollectorConfigError, Violation
 from .._common.json_schema import violations as schema_violations
 from .._common.resources import load_schema
 from .._templating.catalogue import Line, search_path, template_set
-from .graph import graph_violations, scan_config
+from .graph import graph_violations, scan_config, unused_components
+from .secrets import credential_references
 from .tenant import TenantPolicy, tenant_violations
 
 # The only variables a config may expand besides the token's: the job id, known only in the job.
@@ -42,9 +43,10 @@ def component_signals(schema_name: str) -> dict[str, frozenset[str]]:
 
 def check_collector_config(
     config: Any, line: Line, source: str = "collector config", policy: TenantPolicy | None = None
-) -> None:
+) -> list[Violation]:
     """Raise :class:`CollectorConfigError` listing every problem of a parsed config, judged by
-    ``line``'s schema and component names and by the token and tenant rules of ``policy``.
+    ``line``'s schema and component names and by the token and tenant rules of ``policy``;
+    return the warnings of a config that passes (components no pipeline uses).
 
     Without a policy only the shape and the graph are judged (``graph`` draws a config whose
     token goes astray, to show where); every rendering and ``validate`` pass one."""
@@ -54,7 +56,9 @@ def check_collector_config(
         raise CollectorConfigError(
             [Violation("", "a collector config must be a YAML mapping of sections")], source
         )
-    scan = scan_config(config, frozenset({policy.token_env, JOB_ID_ENV}), policy.token_env)
+    scan = scan_config(
+        config, frozenset({policy.token_env, JOB_ID_ENV}), policy.token_env, credential_references
+    )
     if scan.keys:
         problems = scan.keys + scan.expansions
     else:
@@ -72,6 +76,7 @@ def check_collector_config(
             )
     if problems:
         raise CollectorConfigError(problems, source)
+    return unused_components(config)
 
 
 def validate_collector_config(
@@ -84,10 +89,13 @@ def validate_collector_config(
     listen_host: str = "localhost",
     endpoint: str | None = None,
     tenant_rules: bool = True,
-) -> None:
+    allow_plain_http: bool = False,
+) -> list[Violation]:
     """Check collector YAML against the schema of the line for ``collector_version``, the graph
     rules, and (unless ``tenant_rules`` is false) the token and tenant rules for the token in
-    ``token_env``, listening on ``listen_host``, sending (when given) only to ``endpoint``.
+    ``token_env``, listening on ``listen_host``, sending (when given) only to ``endpoint``, over
+    plain ``http://`` off the node only with ``allow_plain_http``. Returns the warnings of a
+    valid config (components no pipeline uses), as :class:`Violation` s.
 
     None checks against the newest line. The lines are those rendering sees: ``template_dirs``
     (else ``NEMO_GYM_OTEL_TEMPLATE_PATH``) before the built-in ones. Raises :class:`CollectorConfigError` with every
@@ -99,5 +107,7 @@ def validate_collector_config(
     parsed = parse_yaml(
         text, source, lambda path, message: CollectorConfigError([Violation(path, message)], source)
     )
-    policy = TenantPolicy(token_env, listen_host, endpoint) if tenant_rules else None
-    check_collector_config(parsed, line, source, policy)
+    policy = (
+        TenantPolicy(token_env, listen_host, endpoint, allow_plain_http) if tenant_rules else None
+    )
+    return check_collector_config(parsed, line, source, policy)

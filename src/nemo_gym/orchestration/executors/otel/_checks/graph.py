@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,21 +55,40 @@ class Scan:
     token_sites: list[list[Any]] = field(default_factory=list)
 
 
-def scan_config(config: Mapping[str, Any], allowed_env: frozenset[str], token_env: str) -> Scan:
+# (path, value) -> further names the value may expand there (a credential's own reference).
+References = Callable[[list[Any], str], frozenset[str]]
+
+
+def _none(path: list[Any], value: str) -> frozenset[str]:
+    return frozenset()
+
+
+def scan_config(
+    config: Mapping[str, Any],
+    allowed_env: frozenset[str],
+    token_env: str,
+    references: References = _none,
+) -> Scan:
     """Keys that are not strings, expansions other than ``${env:NAME}`` for a name in
-    ``allowed_env``, and where ``${env:<token_env>}`` is expanded, in one walk.
+    ``allowed_env`` (or one ``references`` allows at that place: a credential written as its
+    rule asks), and where ``${env:<token_env>}`` is expanded, in one walk.
 
     YAML reads ``on``, ``no`` or ``8080`` as a boolean or a number, and a JSON Schema only
     speaks of string keys, so such keys are reported here instead of reaching it. The collector
     expands values only, so keys are not scanned for expansions (component ids with ``$`` are
     refused by the id rule)."""
     scan = Scan()
-    _walk(config, [], scan, allowed_env, token_env)
+    _walk(config, [], scan, allowed_env, token_env, references)
     return scan
 
 
 def _walk(
-    node: Any, path: list[Any], scan: Scan, allowed_env: frozenset[str], token_env: str
+    node: Any,
+    path: list[Any],
+    scan: Scan,
+    allowed_env: frozenset[str],
+    token_env: str,
+    references: References,
 ) -> None:
     """Builds a path only for a container or a problem (a whole config is walked on every
     render, so exact types are tested before the slower abstract ``Mapping``)."""
@@ -86,10 +105,11 @@ def _walk(
         if isinstance(value, str):
             if "$" in value:
                 here = [*path, key]
-                if token_env in _expansions(value, here, allowed_env, scan):
+                allowed = allowed_env | references(here, value)
+                if token_env in _expansions(value, here, allowed, scan):
                     scan.token_sites.append(here)
         elif type(value) in (dict, list) or isinstance(value, (Mapping, list)):
-            _walk(value, [*path, key], scan, allowed_env, token_env)
+            _walk(value, [*path, key], scan, allowed_env, token_env, references)
 
 
 def _expansions(text: str, path: list[Any], allowed_env: frozenset[str], scan: Scan) -> set[str]:
@@ -133,18 +153,18 @@ def _reference_violations(
 ) -> Iterator[Violation]:
     defined = {section: set((config.get(section) or {}).keys()) for section in SECTIONS}
     service = config.get("service") or {}
-    for index, ext in enumerate(service.get("extensions") or []):
+    for ext in service.get("extensions") or []:
         if ext not in defined["extensions"]:
             yield Violation(
-                dotted(["service", "extensions", index]),
+                dotted(["service", "extensions", str(ext)]),
                 f"extension {ext!r} is not defined; add it under extensions or remove it here",
             )
     for pipeline_id, pipeline in _pipelines(config).items():
         signal = signal_of(pipeline_id)
         for role, sections in _ROLE_SECTIONS.items():
             seen: set[str] = set()
-            for index, ref in enumerate((pipeline or {}).get(role) or []):
-                path = ["service", "pipelines", pipeline_id, role, index]  # dotted on a problem
+            for ref in (pipeline or {}).get(role) or []:
+                path = ["service", "pipelines", pipeline_id, role, str(ref)]  # dotted on a problem
                 if ref in seen:
                     yield Violation(
                         dotted(path), f"{ref!r} is listed twice in this pipeline; list it once"
@@ -305,3 +325,32 @@ def graph_violations(
         *_connector_violations(config, names),
         *_cycle_violations(config),
     ]
+
+
+def unused_components(config: Mapping[str, Any]) -> list[Violation]:
+    """Components defined but used by no pipeline (extensions: not in ``service.extensions``).
+
+    The collector ignores them without a word, so a filter meant to drop data, or an exporter
+    meant to receive it, silently does nothing: a warning, since the config still works."""
+    used: set[str] = set()
+    for pipeline in _pipelines(config).values():
+        for role in _ROLE_SECTIONS:
+            used.update(r for r in (pipeline or {}).get(role) or [] if isinstance(r, str))
+    service = config.get("service") or {}
+    started = {e for e in service.get("extensions") or [] if isinstance(e, str)}
+    unused = {
+        "extensions": "is defined but not listed in service.extensions, so the collector never "
+        "starts it; list it there or remove it",
+    }
+    warnings = []
+    for section in SECTIONS:
+        in_use = started if section == "extensions" else used
+        message = unused.get(
+            section,
+            "is defined but no pipeline uses it, so the collector ignores it (whatever it should "
+            "filter, add or receive, it does not); add it to a pipeline or remove it",
+        )
+        for component_id in config.get(section) or {}:
+            if component_id not in in_use:
+                warnings.append(Violation(dotted([section, component_id]), message))
+    return warnings

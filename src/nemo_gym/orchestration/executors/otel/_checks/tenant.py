@@ -16,9 +16,12 @@ travels twice, and a config is safe only when
 - no path on which the attribute was added reaches any other exporter (``file``, ``debug``, ...);
 - only the tenant processor names ``Authorization`` among processors and connectors (a copy,
   a rename, a span-metrics dimension would carry the token elsewhere);
-- no listener (receiver or extension endpoint, the collector's own metrics) binds wider than
-  ``otel.listen_host``: the collector stamps the tenant's token on whatever it receives;
-- when the backend's URL is known (``otel.endpoint``), every OTLP/HTTP exporter sends there.
+- no listener (receiver or extension endpoint) binds wider than ``otel.listen_host``: the
+  collector stamps the tenant's token on whatever it receives;
+- the collector's own telemetry binds no port at all (by default its metrics take
+  ``localhost:8888``, and a busy node's collector then refuses to start);
+- when the backend's URL is known (``otel.endpoint``), every OTLP/HTTP exporter sends there;
+- no credential is written as text and the token never travels in cleartext (:mod:`.secrets`).
 
 Paths run through connectors: what a pipeline exports to a connector enters every pipeline
 that receives from it. The rules judge the graph as the collector builds it, for any config,
@@ -34,24 +37,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._common.errors import Violation, dotted
+from .._common.hosts import is_loopback
 from .graph import component_type, connector_readers
+from .secrets import OTLP_HTTP_TYPES, credential_violations, plain_http_violations
 
 TENANT_KEY = "Authorization"
-OTLP_HTTP_TYPES = frozenset({"otlp_http", "otlphttp"})  # the new name and its old alias
 _ADDING_ACTIONS = frozenset({"upsert", "insert"})
 _SAFE_AFTER_TENANT = frozenset({"batch", "memory_limiter"})
-_LOOPBACK_NAMES = frozenset({"localhost"})
 _PLAIN, _TENANT = "plain", "tenant"
 
 
 @dataclass(frozen=True)
 class TenantPolicy:
-    """What the rules need besides the config: the token's variable, where to listen, and
-    (when known) the backend's URL, the only place the token may be sent."""
+    """What the rules need besides the config: the token's variable, where to listen, (when
+    known) the backend's URL, the only place the token may be sent, and whether it may be sent
+    there over plain http:// (``otel.allow_plain_http``)."""
 
     token_env: str = "OTEL_TOKEN"
     listen_host: str = "localhost"
     endpoint: str | None = None
+    allow_plain_http: bool = False
 
 
 def tenant_violations(
@@ -67,7 +72,10 @@ def tenant_violations(
         *_mention_violations(config, tenant_ids),
         *_path_violations(config, tenant_ids),
         *_listener_violations(config, policy.listen_host),
+        *_telemetry_violations(config),
         *_endpoint_violations(config, policy.endpoint),
+        *credential_violations(config, policy.token_env),
+        *plain_http_violations(config, policy.allow_plain_http),
     ]
 
 
@@ -237,16 +245,16 @@ def _path_violations(config: Mapping[str, Any], tenant_ids: set[str]) -> Iterato
                         queued.add(target)
     for pid, index in sorted(touched):
         yield Violation(
-            dotted(["service", "pipelines", pid, "processors", index]),
+            dotted(["service", "pipelines", pid, "processors", roles[pid]["processors"][index]]),
             "comes after the tenant attribute was added; only a tenant processor, batch, "
             "memory_limiter or a resource processor naming its keys may follow it (others can drop "
             "the attribute or, like transform at the debug log level, print it): move it before",
         )
     for pid in pipelines:
-        for index, ref in enumerate(roles[pid]["exporters"]):
+        for ref in roles[pid]["exporters"]:
             if ref in connectors:
                 continue
-            where = dotted(["service", "pipelines", pid, "exporters", index])
+            where = dotted(["service", "pipelines", pid, "exporters", ref])
             if component_type(ref) in OTLP_HTTP_TYPES:
                 if _PLAIN in leaving[pid]:
                     yield Violation(
@@ -294,23 +302,49 @@ def _listener_violations(config: Mapping[str, Any], listen_host: str) -> Iterato
 
 
 def _listeners(config: Mapping[str, Any]) -> Iterator[tuple[list[Any], str]]:
-    """Every address the collector binds: receiver and extension endpoints, its own metrics."""
+    """Every address the collector binds for its receivers and extensions (its own telemetry
+    may bind none: :func:`_telemetry_violations`)."""
     for section in ("receivers", "extensions"):
         yield from _endpoints(_section(config, section), [section])
-    service = config.get("service")
-    telemetry = service.get("telemetry") if isinstance(service, Mapping) else None
+
+
+_TELEMETRY_PORT_FIX = (
+    "the collector's own metrics must bind no port (a second collector or a site-wide one on "
+    "the node holding it makes the collector refuse to start): keep service.telemetry.metrics."
+    "level: none, or push them with a periodic reader"
+)
+
+
+def _telemetry_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
+    """The collector's own metrics bind ``localhost:8888`` unless their level is ``none`` or
+    every reader pushes; a pull reader or an ``address`` binds a port of its own."""
+    service = _section(config, "service")
+    telemetry = service.get("telemetry")
     metrics = telemetry.get("metrics") if isinstance(telemetry, Mapping) else None
-    if isinstance(metrics, Mapping):
-        if isinstance(metrics.get("address"), str):
-            yield ["service", "telemetry", "metrics", "address"], metrics["address"]
-        for index, reader in enumerate(metrics.get("readers") or []):
-            pull = reader.get("pull") if isinstance(reader, Mapping) else None
-            exporter = pull.get("exporter") if isinstance(pull, Mapping) else None
-            prometheus = exporter.get("prometheus") if isinstance(exporter, Mapping) else None
-            if isinstance(prometheus, Mapping):
-                host = prometheus.get("host", "localhost")
-                path = ["service", "telemetry", "metrics", "readers", index, "pull"]
-                yield path, f"{host}:0" if isinstance(host, str) else ""
+    if isinstance(metrics, Mapping) and metrics.get("level") == "none":
+        return
+    where = ["service", "telemetry", "metrics"]
+    if not isinstance(metrics, Mapping):
+        yield Violation(
+            dotted(where), f"is not set, so it binds localhost:8888; {_TELEMETRY_PORT_FIX}"
+        )
+        return
+    if "address" in metrics:
+        yield Violation(dotted([*where, "address"]), f"binds a port; {_TELEMETRY_PORT_FIX}")
+    readers = metrics.get("readers")
+    if not isinstance(readers, list) or not readers:
+        if "address" not in metrics:
+            yield Violation(
+                dotted(where),
+                f"has no reader, so the collector serves them on localhost:8888; {_TELEMETRY_PORT_FIX}",
+            )
+        return
+    for index, reader in enumerate(readers):
+        if isinstance(reader, Mapping) and "pull" in reader:
+            yield Violation(
+                dotted([*where, "readers", index, "pull"]),
+                f"serves the metrics on a port; {_TELEMETRY_PORT_FIX}",
+            )
 
 
 def _endpoints(node: Any, path: list[Any]) -> Iterator[tuple[list[Any], str]]:
@@ -326,16 +360,7 @@ def _endpoints(node: Any, path: list[Any]) -> Iterator[tuple[list[Any], str]]:
 
 
 def _within(host: str, listen_host: str) -> bool:
-    return host.lower() == listen_host.lower() or _loopback(host) or _unspecified(listen_host)
-
-
-def _loopback(host: str) -> bool:
-    if host.lower() in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return host.lower() == listen_host.lower() or is_loopback(host) or _unspecified(listen_host)
 
 
 def _unspecified(host: str) -> bool:

@@ -81,3 +81,13 @@ class CollectorConfigError(OtelConfigError):
 
     def __init__(self, violations: Sequence[Violation], source: str = "collector config") -> None:
         self._set(tuple(violations) or (Violation("", "invalid"),), source)
+
+
+class OtelConfigWarning(UserWarning):
+    """Something that works but is likely not what was meant (a component no pipeline uses, a
+    job directory outside ``job.output_path``); raised through :mod:`warnings` for Python
+    callers, printed as ``warning:`` lines by the CLI. ``violation`` holds it as data."""
+
+    def __init__(self, violation: Violation) -> None:
+        super().__init__(str(violation))
+        self.violation = violation

@@ -92,6 +92,7 @@ class Otel:
     binary: str = "otelcol-contrib"
     container: str | None = None
     endpoint: str | None = None
+    allow_plain_http: bool = False
     token_env: str = "OTEL_TOKEN"
     service_name: str | None = None
     component: str = "gym-vllm"

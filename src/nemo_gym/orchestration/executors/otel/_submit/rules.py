@@ -20,6 +20,7 @@ from .._common.constants import (
     OTLP_HTTP_PORT,
 )
 from .._common.errors import SubmitConfigError
+from .._common.hosts import cleartext_off_node, url_userinfo
 
 if TYPE_CHECKING:
     from .config import SubmitConfig
@@ -33,6 +34,7 @@ def check_config_rules(config: SubmitConfig) -> None:
     _check_scrape_interval(config)
     _check_ports(config)
     _check_listen_host(config)
+    _check_endpoint(config)
 
 
 def _check_policy_model(config: SubmitConfig) -> None:
@@ -66,6 +68,28 @@ def _check_listen_host(config: SubmitConfig) -> None:
             "otel.listen_host",
             "must be a host name (letters, digits, '-' and '.', not all digits) or an IPv4 or IPv6 "
             "address without brackets or port, e.g. localhost, 10.0.0.5 or fd00::5",
+        )
+
+
+def _check_endpoint(config: SubmitConfig) -> None:
+    """The token travels in the endpoint's Authorization header: never in cleartext across the
+    network (unless the config says so), and no second credential in the URL itself."""
+    endpoint = config.otel.endpoint
+    if endpoint is None:
+        return
+    if url_userinfo(endpoint) is not None:
+        raise SubmitConfigError(
+            "otel.endpoint",
+            "carries a user name or password (user:password@host), which would be written into "
+            "every job's collector.yaml; remove it: the ingest token travels in the Authorization "
+            "header (otel.token_env)",
+        )
+    if cleartext_off_node(endpoint) and not config.otel.allow_plain_http:
+        raise SubmitConfigError(
+            "otel.endpoint",
+            "is plain http:// to a host that is not loopback, so the ingest token would cross "
+            "the network in cleartext on every request; use https://, or set "
+            "otel.allow_plain_http: true for a proxy on the node's private network",
         )
 
 

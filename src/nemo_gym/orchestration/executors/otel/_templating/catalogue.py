@@ -166,6 +166,19 @@ def _check_reserved_names(source: _Source, builtin: _Source) -> None:
                     )
 
 
+def _check_contributes(source: _Source) -> None:
+    """A folder that holds no template and no ``line.yaml`` at ``<line>/<file>`` changes nothing:
+    usually the line folder itself was passed (``templates/current``), and every rendering would
+    silently be the built-in one."""
+    if next(source.names(), None) is None:
+        raise TemplateError(
+            source.origin,
+            f"contributes no template: it holds no <line>/<combination>{TEMPLATE_SUFFIX} and no "
+            f"<line>/{LINE_FILE} (pass the folder that holds the line folders, e.g. templates, "
+            "not templates/current)",
+        )
+
+
 def search_path(template_dirs: Sequence[str | os.PathLike[str]] | None = None) -> tuple[str, ...]:
     """The override directories in effect: explicit ones, else ``NEMO_GYM_OTEL_TEMPLATE_PATH``."""
     if template_dirs is None:
@@ -207,6 +220,7 @@ class TemplateSet:
         """Every line, oldest collector range first."""
         for source in self._sources:
             _check_reserved_names(source, self._builtin)
+            _check_contributes(source)
         names = sorted({n for s in [*self._sources, self._builtin] for n in s.names()})
         templates: dict[str, dict[str, TemplateInfo]] = {}
         for name in names:

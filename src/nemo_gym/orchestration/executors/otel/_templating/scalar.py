@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .._common.characters import invalid_character
+
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Characters YAML must escape in a double-quoted scalar, or that would read ambiguously.
 _NEEDS_ESCAPE = {"\\": "\\\\", '"': '\\"'}
@@ -46,15 +48,6 @@ def joined(*parts: str | EnvRef) -> Joined:
         if not isinstance(part, (str, EnvRef)):
             raise TypeError("joined() takes strings and renderer placeholders only")
     return Joined(parts)
-
-
-def invalid_character(text: str) -> str | None:
-    """The first character no collector value may hold (controls, lone surrogates), if any."""
-    for char in text:
-        code = ord(char)
-        if code < 0x20 or code == 0x7F or 0x80 <= code < 0xA0 or 0xD800 <= code <= 0xDFFF:
-            return char
-    return None
 
 
 def _escape_text(text: str) -> str:
