@@ -12,6 +12,7 @@ import json
 import os
 import pty
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -98,22 +99,117 @@ def test_truncated_last_line_is_reported_not_fatal(tmp_path: Path) -> None:
     assert "the last line of traces.jsonl is truncated" in result.stdout, result.stdout
 
 
-def test_items_after_the_last_reading_cannot_be_told(tmp_path: Path) -> None:
-    traces = [json.dumps(_traces(3)) + "\n", json.dumps(_traces(2)) + "\n"]
-    job = _job(tmp_path, traces, [_reading("a", NOW, _counters(3))])
+def _log_line(time_ns: int, message: str, **fields: object) -> str:
+    """One line of the collector's console log, as both lines' binaries write it."""
+    seconds, nanos = divmod(time_ns, 1_000_000_000)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{nanos // 1_000_000:03d}Z"
+    return f"{stamp}\tinfo\tservice@v0.161.0/service.go:1\t{message}\t{json.dumps(fields)}\n"
+
+
+CLEAN_STOP = _log_line(NOW + 9_000_000_000, "Shutdown complete.")
+LATE_TRACES = [json.dumps(_traces(3)) + "\n", json.dumps(_traces(2)) + "\n"]  # 2 after reading
+
+
+def _dropped(time_ns: int, items: int, signal: str = "traces") -> str:
+    return _log_line(
+        time_ns,
+        "Exporting failed. Dropping data.",
+        **{"otelcol.component.id": "otlp_http/backend", "otelcol.signal": signal},
+        error="interrupted due to shutdown",
+        dropped_items=items,
+    )
+
+
+def test_items_after_the_last_reading_cannot_be_told_without_the_log(tmp_path: Path) -> None:
+    job = _job(tmp_path, LATE_TRACES, [_reading("a", NOW, _counters(3))])
     result = helpers.run_cli("report", job, "--json", cwd=tmp_path)
+    document = json.loads(result.stdout)
     backend = _signals(result.stdout)["traces"]["backend"]
-    assert result.returncode == 1
+    assert result.returncode == 3, "cannot be told has its own exit status"
+    assert document["verdict"] == "cannot be told" and not document["complete"]
     assert backend["reasons"] == [
-        "cannot be told: 2 reached the files after the collector's last reading"
+        "cannot be told: 2 reached the files after the collector's last reading "
+        "(no collector.log to tell their fate at the backend)"
     ]
+
+
+def test_items_after_the_last_reading_are_judged_by_a_clean_log(tmp_path: Path) -> None:
+    """The last reading is lost at shutdown; the log of a clean stop that dropped nothing says
+    the late items reached the backend: complete, exit 0."""
+    job = _job(tmp_path, LATE_TRACES, [_reading("a", NOW, _counters(3))])
+    (job / "otel" / "collector.log").write_text(CLEAN_STOP)
+    result = helpers.run_cli("report", job, "--json", cwd=tmp_path)
+    traces = _signals(result.stdout)["traces"]
+    assert result.returncode == 0, result.stdout
+    assert traces["verdict"] == "complete" and traces["after_last_reading"] == 2
+
+
+def test_late_losses_in_the_log_make_the_job_incomplete(tmp_path: Path) -> None:
+    job = _job(tmp_path, LATE_TRACES, [_reading("a", NOW, _counters(3))])
+    log = tmp_path / "elsewhere.log"
+    # Before the last reading: already counted by it (and 0 here); after it: lost.
+    log.write_text(_dropped(NOW - 1_000_000_000, 7) + _dropped(NOW + 1_000_000_000, 2) + CLEAN_STOP)
+    result = helpers.run_cli("report", job, "--json", "--log", log, cwd=tmp_path)
+    traces = _signals(result.stdout)["traces"]
+    assert result.returncode == 1, result.stdout
+    assert traces["verdict"] == "incomplete"
+    assert traces["backend"]["reasons"] == [
+        "2 lost at the backend after the collector's last reading (collector.log)"
+    ]
+
+
+def test_a_log_without_a_clean_stop_cannot_tell(tmp_path: Path) -> None:
+    job = _job(tmp_path, LATE_TRACES, [_reading("a", NOW, _counters(3))])
+    (job / "otel" / "collector.log").write_text(_log_line(NOW, "Everything is ready."))
+    result = helpers.run_cli("report", job, cwd=tmp_path)
+    assert result.returncode == 3
+    assert "cannot be told: 2 reached the files" in result.stdout
+    assert "collector.log shows no clean stop" in result.stdout
 
 
 def test_job_without_delivery_report_cannot_be_told(tmp_path: Path) -> None:
     job = _job(tmp_path, [json.dumps(_traces(3)) + "\n"], [])
     result = helpers.run_cli("report", job, cwd=tmp_path)
-    assert result.returncode == 1
+    assert result.returncode == 3
     assert "set otel.delivery_report: true" in result.stdout, result.stdout
+
+
+def test_a_lost_item_wins_over_an_unknown_one(tmp_path: Path) -> None:
+    """incomplete (1) when anything is known lost, even beside what cannot be told."""
+    half = json.dumps(_traces(4))[:40]
+    job = _job(tmp_path, [*LATE_TRACES, half], [_reading("a", NOW, _counters(3))])
+    result = helpers.run_cli("report", job, cwd=tmp_path)
+    assert result.returncode == 1
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """``report --json | head -1``: the reader goes away; no traceback, no message."""
+    job = _job(tmp_path, [json.dumps(_traces(3)) + "\n"], [_reading("a", NOW, _counters(3))])
+    reader, writer = os.pipe()
+    os.close(reader)  # closed before the command writes a byte
+    try:
+        result = subprocess.run(
+            [str(helpers.CLI), "report", str(job), "--json"],
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            env=helpers.cli_env(),
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(writer)
+    assert result.stderr == ""
+    assert result.returncode == 141
+    shell = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {helpers.CLI} report {job} --json | head -1"],
+        capture_output=True,
+        text=True,
+        env=helpers.cli_env(),
+        timeout=60,
+        check=False,
+    )
+    assert shell.stdout == "{\n" and shell.stderr == "", shell.stderr
 
 
 def test_job_dir_without_otel_folder_is_a_usage_error(tmp_path: Path) -> None:

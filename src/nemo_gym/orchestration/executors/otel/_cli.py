@@ -1,7 +1,9 @@
 """``nemo-gym-otel``: render, validate and check collector configs from the shell.
 
-Exit codes: 0 success, 1 invalid input (submit config, template or collector YAML), 2 usage.
-Messages go to stderr, one per problem, never as a traceback.
+Exit codes: 0 success, 1 invalid input (submit config, template or collector YAML), 2 usage;
+``report``: 0 complete, 1 incomplete, 3 cannot be told. A reader that closes the pipe early
+(``report --json | head -1``) ends the command quietly with 141, as SIGPIPE would. Messages go
+to stderr, one per problem, never as a traceback.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import os
 import re
 import shlex
 import signal
@@ -40,7 +43,9 @@ from ._submit.rules import validate_gym_telemetry
 from ._submit.token import resolve_token
 from ._templating.catalogue import format_version, search_path, template_set
 
-EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_CANNOT_TELL = 0, 1, 2, 3
+EXIT_CLOSED_PIPE = 128 + 13  # SIGPIPE's status: the reader of stdout went away
+_REPORT_EXIT = {"complete": EXIT_OK, "incomplete": EXIT_INVALID, "cannot be told": EXIT_CANNOT_TELL}
 PROG = "nemo-gym-otel"
 _BUNDLED_EXAMPLE = "submit.yaml"
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -385,7 +390,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    return EXIT_OK if run_report(job_dir, args.json) else EXIT_INVALID
+    log = Path(args.log) if args.log else None
+    return _REPORT_EXIT[run_report(job_dir, args.json, log)]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -513,6 +519,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     report.add_argument("job_dir", metavar="JOB_DIR", help="the benchmark's job directory")
     report.add_argument("--json", action="store_true", help="a JSON document for scripts")
+    report.add_argument(
+        "--log",
+        metavar="FILE",
+        help="the collector's log (default: JOB_DIR/otel/collector.log, where the job step "
+        "writes it), read for what happened after its last reading",
+    )
     report.set_defaults(run=_cmd_report)
     return parser
 
@@ -525,12 +537,25 @@ def _terminate(signum: int, frame: object) -> None:
     raise _Terminated
 
 
+def _quiet_stdout() -> None:
+    """The reader is gone: send what is left of stdout nowhere, so the interpreter's own flush
+    at exit does not complain about the closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
     try:
-        return int(args.run(args))
+        code = int(args.run(args))
+        sys.stdout.flush()  # a closed pipe shows here, while it can still be handled
+        return code
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_CLOSED_PIPE
     except _Terminated:
         return 128 + signal.SIGTERM
     except OtelConfigError as exc:

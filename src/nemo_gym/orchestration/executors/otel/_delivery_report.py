@@ -10,8 +10,9 @@ weighs the two against each other.
 
 The collector's reading at shutdown never arrives (its receiver is closed by then), so the
 counters describe the job up to each process's last reading. Whatever reached the files after
-it was written, but its fate at the backend is unknown: the verdict then says "cannot be told"
-instead of "complete".
+it was written; its fate at the backend is read from the collector's log (:mod:`._collector_log`:
+after a clean stop, every item an exporter gave up on is logged with its count). Without a log
+showing a clean stop of every process, the verdict says "cannot be told" instead of "complete".
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ._collector_log import CollectorLog
 from ._common.constants import DELIVERY_REPORT_MARKER, SIGNALS
 
 # OTLP-JSON keys, per signal: resource groups, scope groups, items.
@@ -35,6 +37,7 @@ _GROUPS = {
 _UNITS = {"traces": "spans", "metrics": "metric_points", "logs": "log_records"}
 _POINT_KINDS = ("gauge", "sum", "histogram", "exponentialHistogram", "summary")
 _FILE_EXPORTER_PREFIX = "file/"
+CANNOT_TELL = "cannot be told"  # the prefix of every reason that judges nothing
 
 Progress = Callable[[int], None]  # called with the bytes read since the last call
 
@@ -97,6 +100,16 @@ class SignalReport:
     def complete(self) -> bool:
         return not self.files_reasons and not self.backend_reasons
 
+    @property
+    def verdict(self) -> str:
+        """complete; incomplete (something is known lost); or cannot be told (only unknowns)."""
+        reasons = [*self.files_reasons, *self.backend_reasons]
+        if not reasons:
+            return "complete"
+        if all(reason.startswith(CANNOT_TELL) for reason in reasons):
+            return CANNOT_TELL
+        return "incomplete"
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "signal": self.signal,
@@ -119,7 +132,7 @@ class SignalReport:
                 "reasons": self.backend_reasons,
             },
             "after_last_reading": self.after_last_reading,
-            "verdict": "complete" if self.complete else "incomplete",
+            "verdict": self.verdict,
         }
 
 
@@ -228,8 +241,39 @@ def _file_reasons(name: str, scan: FileScan) -> list[str]:
     return reasons
 
 
-def weigh(signal: str, scan: FileScan, readings: dict[str, Reading]) -> SignalReport:
-    """The counters of every collector process of the job against the items of one file."""
+def _late_reasons(
+    signal: str, after: int, readings: dict[str, Reading], log: CollectorLog | None
+) -> list[str]:
+    """The fate at the backend of the items that reached the files after the last reading, as
+    the collector's log tells it (every process stopped cleanly), or why it cannot be told."""
+    if log is None or log.clean_stops < len(readings):
+        where = "no collector.log" if log is None else "collector.log shows no clean stop"
+        return [
+            f"{CANNOT_TELL}: {after} reached the files after the collector's last reading "
+            f"({where} to tell their fate at the backend)"
+        ]
+    backend = {
+        dict(attrs)["exporter"]
+        for reading in readings.values()
+        for (_, attrs) in reading.series
+        if "exporter" in dict(attrs)
+        and not dict(attrs)["exporter"].startswith(_FILE_EXPORTER_PREFIX)
+    }
+    since = {instance: reading.time_unix_nano for instance, reading in readings.items()}
+    lost = log.lost_after(signal, backend, since, max(since.values(), default=0))
+    if lost:
+        return [f"{lost} lost at the backend after the collector's last reading (collector.log)"]
+    return []
+
+
+def weigh(
+    signal: str,
+    scan: FileScan,
+    readings: dict[str, Reading],
+    log: CollectorLog | None = None,
+) -> SignalReport:
+    """The counters of every collector process of the job against the items of one file; what
+    reached the files after the last reading is judged by the collector's ``log``."""
     unit = _UNITS[signal]
     lives = readings.values()
 
@@ -267,7 +311,7 @@ def weigh(signal: str, scan: FileScan, readings: dict[str, Reading]) -> SignalRe
     files_reasons = _file_reasons(f"{signal}.jsonl", scan)
     if not readings:
         files_reasons.append(
-            "cannot be told: the files hold no delivery report (set otel.delivery_report: true; "
+            f"{CANNOT_TELL}: the files hold no delivery report (set otel.delivery_report: true; "
             "or the collector stopped before its first reading)"
         )
     if refused:
@@ -289,9 +333,7 @@ def weigh(signal: str, scan: FileScan, readings: dict[str, Reading]) -> SignalRe
                 f"{files_sent - backend_failed - backend_sent} not yet sent at the last reading"
             )
         if after:
-            backend_reasons.append(
-                f"cannot be told: {after} reached the files after the collector's last reading"
-            )
+            backend_reasons += _late_reasons(signal, after, readings, log)
     return SignalReport(
         signal=signal,
         received=received,
@@ -308,12 +350,15 @@ def weigh(signal: str, scan: FileScan, readings: dict[str, Reading]) -> SignalRe
     )
 
 
-def delivery_report(otel_dir: Path, progress: Progress | None = None) -> list[SignalReport]:
-    """Per signal, what the job's collector received and delivered."""
+def delivery_report(
+    otel_dir: Path, progress: Progress | None = None, log: CollectorLog | None = None
+) -> list[SignalReport]:
+    """Per signal, what the job's collector received and delivered; ``log`` is the collector's
+    own log, read for what happened after its last reading."""
     readings: dict[str, Reading] = defaultdict(Reading)
     scans = {signal: FileScan() for signal in SIGNALS}
     for signal in SIGNALS:
         for path in signal_files(otel_dir, signal):
             scan_file(path, signal, readings, scans[signal], progress)
     known = {key: reading for key, reading in readings.items() if reading.series}
-    return [weigh(signal, scans[signal], known) for signal in SIGNALS]
+    return [weigh(signal, scans[signal], known, log) for signal in SIGNALS]

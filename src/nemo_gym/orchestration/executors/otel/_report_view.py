@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from ._common.constants import COLLECTOR_DIR, SIGNALS
-from ._delivery_report import Progress, SignalReport, delivery_report, signal_files
+from ._collector_log import read_collector_log
+from ._common.constants import COLLECTOR_DIR, COLLECTOR_LOG_NAME, SIGNALS
+from ._delivery_report import CANNOT_TELL, Progress, SignalReport, delivery_report, signal_files
 
 _BAR_WIDTH = 30
 _HEADERS = ("signal", "received", "in files", "to backend", "failed/dropped", "verdict")
@@ -45,7 +46,7 @@ class _ProgressBar:
 def _verdict(report: SignalReport) -> str:
     reasons = [f"files: {r}" for r in report.files_reasons]
     reasons += [f"backend: {r}" for r in report.backend_reasons]
-    return "complete" if not reasons else "incomplete: " + "; ".join(reasons)
+    return report.verdict if not reasons else f"{report.verdict}: " + "; ".join(reasons)
 
 
 def _table(reports: list[SignalReport]) -> str:
@@ -69,9 +70,22 @@ def _table(reports: list[SignalReport]) -> str:
     return "\n".join(line(row) for row in (_HEADERS, *rows))
 
 
-def run_report(job_dir: Path, as_json: bool) -> bool:
-    """Print the report of ``job_dir``; True when every signal is complete."""
+def job_verdict(reports: list[SignalReport]) -> str:
+    """incomplete when any signal lost something, else cannot be told when any signal's fate
+    is unknown, else complete."""
+    verdicts = {report.verdict for report in reports}
+    for verdict in ("incomplete", CANNOT_TELL):
+        if verdict in verdicts:
+            return verdict
+    return "complete"
+
+
+def run_report(job_dir: Path, as_json: bool, log_path: Path | None = None) -> str:
+    """Print the report of ``job_dir`` and return the job's verdict (:func:`job_verdict`);
+    ``log_path`` is the collector's log (default: ``<job dir>/otel/collector.log``, where the
+    job step writes it)."""
     otel_dir = job_dir / COLLECTOR_DIR
+    log = read_collector_log(log_path or otel_dir / COLLECTOR_LOG_NAME)
     bar: _ProgressBar | None = None
     progress: Progress | None = None
     if sys.stderr.isatty():
@@ -79,18 +93,19 @@ def run_report(job_dir: Path, as_json: bool) -> bool:
         bar = _ProgressBar(sum(p.stat().st_size for p in paths), sys.stderr)
         progress = bar
     try:
-        reports = delivery_report(otel_dir, progress)
+        reports = delivery_report(otel_dir, progress, log)
     finally:
         if bar:
             bar.close()
-    complete = all(r.complete for r in reports)
+    verdict = job_verdict(reports)
     if as_json:
         document = {
             "job_dir": str(job_dir),
-            "complete": complete,
+            "complete": verdict == "complete",
+            "verdict": verdict,
             "signals": [r.as_dict() for r in reports],
         }
         print(json.dumps(document, indent=2))
     else:
         print(_table(reports))
-    return complete
+    return verdict

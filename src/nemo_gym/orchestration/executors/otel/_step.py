@@ -24,6 +24,7 @@ from pathlib import PurePosixPath
 from ._common.constants import (
     COLLECTOR_DIR,
     COLLECTOR_HEALTH_PORT,
+    COLLECTOR_LOG_NAME,
     COLLECTOR_SERVICE_NAME,
     FINAL_SCRAPE_GRACE_SECONDS,
     SHUTDOWN_WAIT_SECONDS,
@@ -31,8 +32,6 @@ from ._common.constants import (
 from ._pipeline import bench_dir_argument, check_render_inputs, collector_config_path
 from ._submit.config import SubmitConfig
 from ._templating.context import delivery_report_endpoint
-
-COLLECTOR_LOG_NAME = "collector.log"
 
 
 @dataclass(frozen=True)

@@ -25,3 +25,5 @@ TEMPLATE_PATH_ENV = "NEMO_GYM_OTEL_TEMPLATE_PATH"
 # own counters among the job's metrics, and how often the collector pushes them to itself.
 DELIVERY_REPORT_MARKER = "nemo_gym.otel.delivery_report"
 DELIVERY_REPORT_INTERVAL_SECONDS = 5
+# The collector step appends the collector's output here, in <job dir>/otel/; report reads it.
+COLLECTOR_LOG_NAME = "collector.log"

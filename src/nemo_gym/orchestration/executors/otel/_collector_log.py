@@ -1,0 +1,110 @@
+"""What the collector's own log says about the end of a job: did it stop cleanly, and what did
+the backend exporter lose after the delivery report's last reading.
+
+The delivery report's counters stop at each process's last delivered reading: the reading at
+shutdown is lost (upstream collector issue 12944). Metrics keep flowing until TERM (scrapes, the
+span-metrics flush), so without more, the fate of a complete job's last metrics at the backend
+could never be told. The log closes that gap: an exporter logs every item it gives up on, with
+the count (``Exporting failed. Dropping data.`` with ``dropped_items`` for a request that failed
+for good, at shutdown too, where every queued request gets one more attempt; ``Exporting
+failed. Rejecting data.`` with ``rejected_items`` for one it could not even queue), and the
+collector logs ``Shutdown complete.`` once its exporters have drained. So after a clean stop,
+items that reached the files after the last reading reached the backend unless the log says
+they were dropped or rejected. Read from both lines' binaries (v0.141.0 and v0.161.0): the same
+messages, with ``otelcol.component.id`` and ``otelcol.signal`` among their fields.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+CLEAN_STOP = "\tShutdown complete."
+_GAVE_UP = {
+    "Exporting failed. Dropping data.": "dropped_items",
+    "Exporting failed. Rejecting data.": "rejected_items",
+}
+
+
+@dataclass(frozen=True)
+class Loss:
+    """Items one exporter gave up on, as one log line says."""
+
+    time_unix_nano: int
+    exporter: str
+    signal: str
+    items: int
+    instance: str  # the collector process's service.instance.id, when the line names it
+
+
+@dataclass
+class CollectorLog:
+    clean_stops: int = 0
+    losses: list[Loss] = field(default_factory=list)
+
+    def lost_after(
+        self, signal: str, exporters: Iterable[str], since: dict[str, int], default: int
+    ) -> int:
+        """Items of ``signal`` the given exporters gave up on after the last reading of the
+        process that logged them (``since``: instance to time; ``default`` for a line that
+        names no process)."""
+        wanted = set(exporters)
+        return sum(
+            loss.items
+            for loss in self.losses
+            if loss.signal == signal
+            and loss.exporter in wanted
+            and loss.time_unix_nano > since.get(loss.instance, default)
+        )
+
+
+def _time(stamp: str) -> int | None:
+    try:
+        moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%f%z")
+    except ValueError:
+        return None
+    return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1_000
+
+
+def _loss(line: str) -> Loss | None:
+    message = next((m for m in _GAVE_UP if f"\t{m}" in line), None)
+    if message is None:
+        return None
+    stamp = line.split("\t", 1)[0]
+    time = _time(stamp)
+    try:
+        fields = json.loads(line.split(f"\t{message}", 1)[1].strip())
+    except ValueError:
+        return None
+    if time is None or not isinstance(fields, dict):
+        return None
+    resource = fields.get("resource")
+    instance = resource.get("service.instance.id", "") if isinstance(resource, dict) else ""
+    return Loss(
+        time,
+        str(fields.get("otelcol.component.id", "")),
+        str(fields.get("otelcol.signal", "")),
+        int(fields.get(_GAVE_UP[message]) or 0),
+        str(instance),
+    )
+
+
+def read_collector_log(path: Path) -> CollectorLog | None:
+    """The log's clean stops and losses, or None when there is no log to read."""
+    try:
+        stream = path.open("r", encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    log = CollectorLog()
+    with stream:
+        for line in stream:
+            if CLEAN_STOP in line:
+                log.clean_stops += 1
+            elif "Exporting failed." in line:
+                loss = _loss(line)
+                if loss is not None:
+                    log.losses.append(loss)
+    return log
