@@ -4,8 +4,10 @@ Two jobs per line, with ``otel.delivery_report: true``, behind the routing-proxy
 
 - ``clean``: the producers send their rounds and exit; the collector runs until it has taken a
   reading after their last item, then TERM. Traces and logs must report complete, with the files
-  and the backend holding exactly what the producers sent; metrics complete up to the last
-  reading, and "cannot be told" for the span-metrics points flushed after it.
+  and the backend holding exactly what the producers sent; metrics complete too: up to the last
+  reading by the counters, and the span-metrics points flushed after it by the collector's log
+  (a clean stop that dropped nothing), the backend holding them all. Without the log, those
+  points "cannot be told" (exit 3).
 - ``outage``: the backend answers 503 from before the producers' last batches until after the
   retry window. The retry window is shortened to 4 s by a test-local override template (the
   built-in 300 s would make the test minutes long); everything else is the built-in template.
@@ -126,8 +128,8 @@ def run_job(life: Life, outage: bool) -> tuple[int, str, dict[str, int]]:
     return exit_code, log_path.read_text(errors="replace"), _sent(sent)
 
 
-def report(life: Life) -> tuple[int, dict[str, Any]]:
-    result = helpers.run_cli("report", life.job_dir, "--json", cwd=life.tmp_path)
+def report(life: Life, *extra: str | Path) -> tuple[int, dict[str, Any]]:
+    result = helpers.run_cli("report", life.job_dir, "--json", *extra, cwd=life.tmp_path)
     assert result.stderr == "", result.stderr
     return result.returncode, json.loads(result.stdout)
 
@@ -176,16 +178,24 @@ def test_clean_job_reports_complete_with_the_producers_counts(line: str, tmp_pat
     assert len(life.backend.items("traces")) == sent["traces"]
     # Metrics: the producers' points plus span metrics, all written and, up to the last
     # reading, all sent. The span-metrics connector flushes every 5 s until the stop, so points
-    # always reach the files after the last reading, and the report cannot tell their fate at
-    # the backend: it says so (exit 1) rather than claim "complete".
+    # always reach the files after the last reading: the counters cannot tell their fate at the
+    # backend (exit 3), the collector's log of its clean stop can (issue 17).
     metrics = signals["metrics"]
     assert metrics["files"]["complete"], metrics
     assert metrics["files"]["items"] >= sent["metrics"] > 0, metrics
     assert metrics["backend"]["sent"] == metrics["files"]["written"], metrics
     after = metrics["after_last_reading"]
-    reasons = [f"cannot be told: {after} reached the files after the collector's last reading"]
+    reasons = [
+        f"cannot be told: {after} reached the files after the collector's last reading "
+        "(no collector.log to tell their fate at the backend)"
+    ]
     assert metrics["backend"]["reasons"] == (reasons if after else []), metrics
-    assert code == (1 if after else 0), json.dumps(document, indent=2)
+    assert code == (3 if after else 0), json.dumps(document, indent=2)
+    judged, with_log = report(life, "--log", life.tmp_path / "collector.log")
+    assert judged == 0, json.dumps(with_log, indent=2)
+    assert with_log["verdict"] == "complete"
+    at_backend = len(life.backend.items("metrics"))
+    assert at_backend >= metrics["files"]["items"], (at_backend, metrics)
 
 
 def test_outage_beyond_the_retry_window_reports_the_loss(line: str, tmp_path: Path) -> None:
