@@ -42,6 +42,8 @@ _CREDENTIAL_HEADER = re.compile(r"authorization|token|api[-_ ]?key|password|secr
 _CREDENTIAL_OPTIONS = frozenset(
     {"token", "tokens", "password", "credentials", "bearer_token", "client_secret", "api_key"}
 )
+# Options that map header names to values: a client's ``headers``, and Prometheus's header maps.
+_HEADER_MAPS = frozenset({"headers", "http_headers", "proxy_connect_header"})
 _REFERENCE = re.compile(r"(?:[A-Za-z][A-Za-z0-9._~+-]* +)?\$\{env:([a-zA-Z_][a-zA-Z0-9_]*)\}")
 _USERINFO_REFERENCE = re.compile(r"\$\{env:([a-zA-Z_][a-zA-Z0-9_]*)\}")
 
@@ -66,22 +68,34 @@ def credential_references(path: list[Any], value: str) -> frozenset[str]:
     if len(path) < 3 or path[0] not in CREDENTIAL_SECTIONS:
         return frozenset()
     key = path[-1]
-    if _in_headers(path) or credential_option(key):
+    option = path[-2] if isinstance(key, int) else key  # tokens[0]: an item of a list option
+    if _in_headers(path) or credential_option(option):
         found = _REFERENCE.fullmatch(value)
         return frozenset({found[1]}) if found else frozenset()
     if _is_url_key(key):
         userinfo = url_userinfo(value)
-        if userinfo is not None and _USERINFO_REFERENCE.sub("", userinfo) in ("", ":"):
+        if userinfo is not None and _userinfo_is_reference(userinfo):
             return frozenset(_USERINFO_REFERENCE.findall(userinfo))
     return frozenset()
+
+
+def _userinfo_is_reference(userinfo: str) -> bool:
+    """``user:${env:PASSWORD}``, or ``${env:TOKEN}`` alone (a token as the user name): the
+    secret part is exactly one reference; a user name beside a password is no secret."""
+    masked = _USERINFO_REFERENCE.sub("\0", userinfo)  # a reference holds a ':' of its own
+    user, colon, password = masked.partition(":")
+    return (password if colon else user) == "\0"
 
 
 def _in_headers(path: list[Any]) -> bool:
     """``...headers.<name>`` of a credential header (a mapping), or ``...headers[i].value`` (a
     list of pairs, whose name the path does not hold: any header value may be a reference)."""
-    if len(path) >= 2 and path[-2] == "headers":
-        return credential_header(path[-1])
-    return len(path) >= 3 and path[-3] == "headers" and path[-1] == "value"
+    if len(path) >= 3 and path[-3] in _HEADER_MAPS and isinstance(path[-2], int):
+        return path[-1] == "value"
+    for depth in (2, 3):  # headers.<name>, or headers.<name>[i] (a list of values)
+        if len(path) >= depth and path[-depth] in _HEADER_MAPS:
+            return credential_header(path[-depth + 1])
+    return False
 
 
 def _sites(node: Any, path: list[Any]) -> Iterator[tuple[list[Any], str, Any]]:
@@ -89,7 +103,7 @@ def _sites(node: Any, path: list[Any]) -> Iterator[tuple[list[Any], str, Any]]:
     if isinstance(node, Mapping):
         for key, value in node.items():
             here = [*path, key]
-            if key == "headers":
+            if key in _HEADER_MAPS:
                 yield from _header_sites(value, here)
             elif credential_option(key):
                 items = value if isinstance(value, list) else [value]
@@ -97,7 +111,7 @@ def _sites(node: Any, path: list[Any]) -> Iterator[tuple[list[Any], str, Any]]:
                     where = [*here, index] if isinstance(value, list) else here
                     yield where, f"the {key} option", item
             elif _is_url_key(key) and isinstance(value, str) and url_userinfo(value) is not None:
-                yield here, "the URL's user and password", value
+                yield here, "the URL's user information", value
             else:
                 yield from _sites(value, here)
     elif isinstance(node, list):
@@ -108,7 +122,12 @@ def _sites(node: Any, path: list[Any]) -> Iterator[tuple[list[Any], str, Any]]:
 def _header_sites(headers: Any, path: list[Any]) -> Iterator[tuple[list[Any], str, Any]]:
     if isinstance(headers, Mapping):
         for name, value in headers.items():
-            if credential_header(name):
+            if not credential_header(name):
+                continue
+            if isinstance(value, list):  # Prometheus: a header's list of values
+                for index, item in enumerate(value):
+                    yield [*path, name, index], f"the {name} header", item
+            else:
                 yield [*path, name], f"the {name} header", value
     elif isinstance(headers, list):  # [{name, value}], or headers_setter's [{key, value}]
         for index, pair in enumerate(headers):
@@ -125,8 +144,7 @@ def _written_as_reference(what: str, value: Any) -> bool:
     if not isinstance(value, str):
         return False
     if what.startswith("the URL"):
-        userinfo = url_userinfo(value) or ""
-        return _USERINFO_REFERENCE.sub("", userinfo) in ("", ":")
+        return _userinfo_is_reference(url_userinfo(value) or "")
     return _REFERENCE.fullmatch(value) is not None
 
 
