@@ -130,7 +130,7 @@ def test_the_step_refuses_what_rendering_refuses() -> None:
 HOSTILE_IDS = [
     "run:1",
     "file:x y",
-    "it's \"q\" $(touch PWNED) `touch PWNED2` ;|&<>",
+    'it\'s "q" $(touch PWNED) `touch PWNED2` ;|&<>',
     "${HOME} ${env:OTEL_TOKEN} $$ $1 %20 #x ,=",
     "*?[a]{b}~\\",
     "é 😀 \u00a0\u2028",
