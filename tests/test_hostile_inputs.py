@@ -10,7 +10,7 @@ Each case states its expectation as YAML behind ``#: `` (``case.yaml`` for a tem
 like the malformed-config corpus: ``path`` the error must name (``<case file>[:line]`` for the
 file itself), ``says`` text it must contain, optional ``absent`` (a value that must not be
 repeated), ``benchmark``, ``job_dir`` (``{tmp}`` is the test's folder), ``token_env``,
-``listen_host`` and ``endpoint`` (validate's flags), ``valid``. The file names say the class: ``c1-`` token and
+``listen_host``, ``endpoint`` and ``allow_plain_http`` (validate's flags), ``valid``. The file names say the class: ``c1-`` token and
 tenant rules, ``c2-`` resource exhaustion, ``c3-`` the error contract, ``c4-`` values the
 collector would refuse or misread, ``c5-`` YAML as the collector reads it.
 
@@ -41,6 +41,7 @@ _KEYS = {
     "token_env",
     "listen_host",
     "endpoint",
+    "allow_plain_http",
     "valid",
 }
 CLASSES = ("c1-", "c2-", "c3-", "c4-", "c5-")
@@ -109,6 +110,8 @@ def test_validate_judges_hostile_collector_configs(case: Path, tmp_path: Path) -
     for key in ("token_env", "listen_host", "endpoint"):
         if key in expected:
             flags += [f"--{key.replace('_', '-')}", str(expected[key])]
+    if expected.get("allow_plain_http"):
+        flags.append("--allow-plain-http")
     result = run_bounded(
         [helpers.CLI, "validate", case, *flags], cwd=tmp_path, env=helpers.cli_env()
     )
