@@ -500,3 +500,105 @@ def test_help_lists_every_subcommand(tmp_path: Path) -> None:
     assert result.returncode == 0
     for command in ("render", "validate", "templates", "env", "check"):
         assert command in result.stdout
+
+
+# -- issue 17: which file, which folder, what does nothing ---------------------------------------
+
+
+def test_validate_with_several_files_prefixes_every_message_with_its_file(
+    rendered: Path, tmp_path: Path
+) -> None:
+    parsed = yaml.safe_load(rendered.read_text(encoding="utf-8"))
+    parsed["service"]["pipelines"]["traces/backend"]["exporters"] = ["debug"]
+    first = write_config(tmp_path, parsed, "a.yaml")
+    (tmp_path / "b.yaml").write_text("receivers: [\n", encoding="utf-8")  # a syntax error
+    parsed["processors"]["filter/unused"] = {"error_mode": "ignore"}
+    del parsed["service"]["pipelines"]["traces/backend"]
+    third = write_config(tmp_path, parsed, "c.yaml")
+
+    result = helpers.run_cli("validate", first, tmp_path / "b.yaml", third, rendered, cwd=tmp_path)
+
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines and all(
+        line.startswith((f"{helpers.ERROR}{first}: ", f"{helpers.ERROR}{tmp_path / 'b.yaml'}:"))
+        or line.startswith(f"{helpers.WARNING}{third}: ")
+        for line in lines
+    ), lines
+    assert f"{helpers.ERROR}{first}: service.pipelines.traces/backend.exporters.debug: " in (
+        result.stderr
+    ), "named by its id, not its list position"
+    assert f"{helpers.WARNING}{third}: processors.filter/unused: " in result.stderr
+    assert result.stdout.splitlines() == [f"{third}: valid", f"{rendered}: valid"]
+
+
+def test_validate_of_one_file_warns_of_what_does_nothing(rendered: Path, tmp_path: Path) -> None:
+    parsed = yaml.safe_load(rendered.read_text(encoding="utf-8"))
+    parsed["processors"]["filter/unused"] = {"error_mode": "ignore"}
+    config = write_config(tmp_path, parsed, "collector.yaml")
+
+    result = helpers.run_cli("validate", config, "--format", "json", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    (judged,) = json.loads(result.stdout)
+    assert judged["valid"] and [w["path"] for w in judged["warnings"]] == [
+        "processors.filter/unused"
+    ]
+
+
+def _override(tmp_path: Path, block: str) -> Path:
+    overrides = tmp_path / "platform-templates"
+    (overrides / "current").mkdir(parents=True)
+    (overrides / "current" / "file.yaml.j2").write_text(
+        OVERRIDE_FRONT_MATTER + block, encoding="utf-8"
+    )
+    return overrides
+
+
+def test_check_and_templates_say_which_folder_each_rendering_came_from(tmp_path: Path) -> None:
+    telemetry = "{% block telemetry %}\n    logs:\n      level: info\n    metrics:\n      level: none\n{% endblock %}\n"
+    overrides = _override(tmp_path, telemetry)
+
+    checked = helpers.run_cli("check", "--template-dir", overrides, cwd=tmp_path)
+    listed = helpers.run_cli("templates", "--template-dir", overrides, cwd=tmp_path)
+    as_json = helpers.run_cli("templates", "--json", "--template-dir", overrides, cwd=tmp_path)
+
+    assert checked.returncode == 0, checked.stderr
+    assert f"ok bundled example: current/file (override {overrides})" in checked.stdout.splitlines()
+    assert "ok bundled example: current/otlp_http (built-in)" in checked.stdout.splitlines()
+    current = next(line for line in listed.stdout.splitlines() if line.startswith("current"))
+    assert f"file (override {overrides})" in current and "otlp_http (built-in)" in current
+    origins = {row["line"]: row["origins"] for row in json.loads(as_json.stdout)}
+    assert origins["current"]["file"] == str(overrides)
+    assert origins["legacy"]["file"] == "built-in"
+
+
+def test_check_warns_of_a_component_no_pipeline_uses(tmp_path: Path) -> None:
+    processors = (
+        "{% block processors %}{{ super() }}  filter/drop_debug:\n    error_mode: ignore\n"
+        "{% endblock %}\n"
+    )
+    overrides = _override(tmp_path, processors)
+
+    result = helpers.run_cli("check", "--template-dir", overrides, cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    (warning,) = result.stderr.splitlines()
+    assert (
+        warning.startswith(
+            f"{helpers.WARNING}bundled example: current/file: processors.filter/drop_debug: "
+        )
+        and "no pipeline uses it" in warning
+    )
+
+
+def test_a_template_folder_that_contributes_nothing_is_an_error(tmp_path: Path) -> None:
+    line_folder = tmp_path / "templates" / "current"  # passed instead of templates/
+    line_folder.mkdir(parents=True)
+    (line_folder / "file.yaml.j2").write_text(OVERRIDE_FRONT_MATTER, encoding="utf-8")
+
+    for command in (["check"], ["templates"], ["validate", helpers.EXAMPLE]):
+        result = helpers.run_cli(*command, "--template-dir", line_folder, cwd=tmp_path)
+        assert result.returncode == 1, command
+        (message,) = helpers.error_lines(result.stderr)
+        assert message.startswith(f"{line_folder}: contributes no template"), message
