@@ -63,7 +63,7 @@ def config(tmp_path: Path) -> Path:
     ("job_dir", "says"),
     [
         # The issue's cases: another benchmark's folder, and no gym job id before it.
-        ("runs/gid-1/gpqa_diamond", "must end in the benchmark being rendered (--benchmark)"),
+        ("runs/gid-1/gpqa_diamond", "must end in the benchmark being rendered (--benchmark"),
         ("aime25", "has no gym job id before the benchmark, so the run_id attribute"),
         ("runs/gid-1/aime25/", None),  # a trailing slash is the same folder: accepted
         ("runs/gid\n1/aime25", "contains the control character U+000A"),
@@ -184,3 +184,17 @@ def test_hostile_job_directories_start_the_collector(line: str, tmp_path: Path) 
         assert process.returncode == 0, f"{gym_job_id!r}: {stderr[-2000:]}"
         assert (job_dir / "otel" / "traces.jsonl").is_file(), gym_job_id
     assert not list(tmp_path.rglob("PWNED*")), "the shell ran nothing of the path"
+
+
+@pytest.mark.parametrize(
+    ("benchmark", "folder"), [("suite/aime25", "suite_aime25"), (".", "_."), ("..", "_..")]
+)
+def test_a_benchmark_name_that_is_no_folder_has_one(benchmark: str, folder: str) -> None:
+    """``/``, ``.`` and ``..`` cannot be the last part of a path: the folder writes them so."""
+    mapping = _mapping("/lustre/runs")
+    mapping["driver"]["benchmarks"] = {benchmark: {}}
+    config = SubmitConfig.from_dict(mapping)
+    text = render_collector_config(config, benchmark, f"/lustre/runs/gid-1/{folder}")
+    assert f'"{benchmark}"' in text
+    with pytest.raises(SubmitConfigError):
+        render_collector_config(config, benchmark, f"/lustre/runs/gid-1/{benchmark}-x")

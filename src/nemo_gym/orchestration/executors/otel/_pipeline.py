@@ -22,12 +22,13 @@ from ._common.errors import (
     SubmitConfigError,
     TemplateError,
     Violation,
+    dotted,
 )
 from ._submit.config import SubmitConfig
 from ._submit.job_dir import check_job_dir, job_dir_warnings
 from ._submit.rules import validate_destination
 from ._templating.catalogue import Line, search_path, template_set
-from ._templating.context import template_context
+from ._templating.context import checked, template_context
 from ._templating.environment import render_template
 
 
@@ -59,6 +60,8 @@ def check_render_inputs(
             "benchmark_name",
             f"is not one of driver.benchmarks ({known}); pick one of them",
         )
+    # The benchmark's own name first: a job directory cannot end in a name no value can hold.
+    checked(benchmark_name, dotted(["driver", "benchmarks", benchmark_name]))
     bench_dir = check_job_dir(config, benchmark_name, remote_bench_dir)
     validate_destination(config)
     return bench_dir

@@ -43,6 +43,13 @@ def _unusable_character(path: str) -> str | None:
     )
 
 
+def benchmark_folder(benchmark_name: str) -> str:
+    """The last part of a benchmark's job directory: its name, which is one folder unless it
+    holds a ``/`` (written ``_``) or is ``.`` or ``..`` (written ``_.``, ``_..``)."""
+    folder = benchmark_name.replace("/", "_")
+    return f"_{folder}" if folder in (".", "..") else folder
+
+
 def check_job_dir(
     config: SubmitConfig, benchmark_name: str, remote_bench_dir: str
 ) -> PurePosixPath:
@@ -62,10 +69,11 @@ def check_job_dir(
     unusable = _unusable_character(remote_bench_dir)
     if unusable is not None:
         raise _refuse(unusable)
-    if bench_dir.name != benchmark_name:
+    if bench_dir.name != benchmark_folder(benchmark_name):
         raise _refuse(
-            "must end in the benchmark being rendered (--benchmark): the collector would stamp "
-            "this benchmark's name on the data of another benchmark's folder"
+            "must end in the benchmark being rendered (--benchmark; a '/' in its name written "
+            "'_'): the collector would stamp this benchmark's name on the data of another "
+            "benchmark's folder"
         )
     if not bench_dir.parent.name:
         raise _refuse(
