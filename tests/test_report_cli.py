@@ -182,21 +182,26 @@ def test_a_lost_item_wins_over_an_unknown_one(tmp_path: Path) -> None:
     assert result.returncode == 1
 
 
+def _report_to(job: Path, *, stdout: Any, stderr: Any, json_output: bool = False) -> Any:
+    """The report command with its output streams where the test puts them."""
+    return subprocess.run(
+        [str(helpers.CLI), "report", str(job), *(["--json"] if json_output else [])],
+        stdout=stdout,
+        stderr=stderr,
+        env=helpers.cli_env(),
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     """``report --json | head -1``: the reader goes away; no traceback, no message."""
     job = _job(tmp_path, [json.dumps(_traces(3)) + "\n"], [_reading("a", NOW, _counters(3))])
     reader, writer = os.pipe()
     os.close(reader)  # closed before the command writes a byte
     try:
-        result = subprocess.run(
-            [str(helpers.CLI), "report", str(job), "--json"],
-            stdout=writer,
-            stderr=subprocess.PIPE,
-            env=helpers.cli_env(),
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        result = _report_to(job, stdout=writer, stderr=subprocess.PIPE, json_output=True)
     finally:
         os.close(writer)
     assert result.stderr == ""
@@ -222,15 +227,7 @@ def test_progress_bar_only_on_a_terminal(tmp_path: Path) -> None:
     job = _job(tmp_path, [json.dumps(_traces(3)) + "\n"], [_reading("a", NOW, _counters(3))])
     leader, follower = pty.openpty()
     try:
-        result = subprocess.run(
-            [str(helpers.CLI), "report", str(job)],
-            stderr=follower,
-            stdout=subprocess.PIPE,
-            env=helpers.cli_env(),
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        result = _report_to(job, stdout=subprocess.PIPE, stderr=follower)
         os.close(follower)
         follower = -1
         shown = os.read(leader, 65536).decode()
