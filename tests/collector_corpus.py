@@ -71,6 +71,19 @@ STRICTER_ON_PURPOSE.update(
         **{f"{line}/platform/bearertokenauth/valid": _TOKEN_SITES for line in NAMES},
     }
 )
+_CLEARTEXT = (
+    "the fixtures' gateway is plain http:// on the cluster's private network, opted in with "
+    "otel.allow_plain_http; without validate's --allow-plain-http the package refuses the token "
+    "in cleartext (issue 17), which the collector sends without a word"
+)
+STRICTER_ON_PURPOSE.update(
+    {
+        f"{line}/rendered/{config}/{combination}": _CLEARTEXT
+        for line in NAMES
+        for config in ("minimal", "long-job")
+        for combination in ("otlp_http+file", "otlp_http")
+    }
+)
 
 # What no schema can judge: the collector refuses these and the package's schema and graph
 # checks pass them. ``check --collector BINARY`` runs the binary's own validate to catch them.
