@@ -14,6 +14,7 @@ component's own job id, which ``component_ids`` gives.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from . import slurm_cluster
 from .slurm_cluster import command_output, command_words, require
 
 MULTI_CONF = Path("/etc/slurm-multi/slurm.conf")
+# The host's address on the cluster's bridge, where slurmctld listens.
+CONTROLLER_ADDRESS = "10.250.0.1"
 NODES = ("n1", "n2", "n3")
 NODE_ADDRESSES = {"n1": "10.250.0.11", "n2": "10.250.0.12", "n3": "10.250.0.13"}
 TAKES_JOBS = {"idle", "mixed", "allocated"}
@@ -35,6 +38,12 @@ def multi_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def multi_cluster_problem() -> str | None:
     """Why no job can run on all three nodes, or None when each takes jobs."""
+    if not MULTI_CONF.exists():
+        return f"no {MULTI_CONF}"
+    # Without the bridge the controller's address is routed off the machine: no Slurm command
+    # is sent there.
+    if not _address_is_local(CONTROLLER_ADDRESS):
+        return f"{CONTROLLER_ADDRESS} is not this machine's (the cluster's bridge is down)"
     env = multi_env()
     problem = slurm_cluster.cluster_problem(env)
     if problem is not None:
@@ -74,3 +83,13 @@ def job_state(job_id: str) -> str:
     """The job's state as ``scontrol show job`` says (of the leader, for a heterogeneous job)."""
     words = command_words(["scontrol", "show", "job", job_id], multi_env())
     return next((w.split("=", 1)[1] for w in words if w.startswith("JobState=")), "")
+
+
+def _address_is_local(address: str) -> bool:
+    """Whether ``address`` is one of this machine's (binding to it sends nothing)."""
+    with socket.socket() as probe:
+        try:
+            probe.bind((address, 0))
+        except OSError:
+            return False
+    return True
