@@ -17,7 +17,13 @@ from nemo_gym.orchestration.executors import otel
 
 PACKAGE = Path(otel.__file__).parent
 STAGES = ["_common", "_submit", "_templating", "_checks", "_pipeline", "_cli"]
-ENTRY_POINTS = {"_cli", "_step", "_report_view", "_delivery_report"}  # entry points and the report
+ENTRY_POINTS = {
+    "_cli",
+    "_step",
+    "_report_view",
+    "_delivery_report",
+    "_scrape_health",
+}  # and the report
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py" or p.parent != PACKAGE)
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ._common.constants import DELIVERY_REPORT_MARKER, SIGNALS
+from ._scrape_health import ScrapeHealth
 
 # OTLP-JSON keys, per signal: resource groups, scope groups, items.
 _GROUPS = {
@@ -185,8 +186,10 @@ def scan_file(
     readings: dict[str, Reading],
     scan: FileScan,
     progress: Progress | None = None,
+    health: ScrapeHealth | None = None,
 ) -> None:
-    """Count the items of one file into ``scan`` in a stream; collect the collector's readings."""
+    """Count the items of one file into ``scan`` in a stream; collect the collector's readings
+    and, into ``health``, the scraped targets' ``up`` readings."""
     resources_key = _GROUPS[signal][0]
     try:
         stream = path.open("rb")
@@ -213,6 +216,8 @@ def scan_file(
                     _keep_reading(readings, group, resource)
                 else:
                     scan.items += count
+                    if health is not None and signal == "metrics":
+                        health.observe(group, resource)
 
 
 def _file_reasons(name: str, scan: FileScan) -> list[str]:
@@ -308,12 +313,15 @@ def weigh(signal: str, scan: FileScan, readings: dict[str, Reading]) -> SignalRe
     )
 
 
-def delivery_report(otel_dir: Path, progress: Progress | None = None) -> list[SignalReport]:
-    """Per signal, what the job's collector received and delivered."""
+def delivery_report(
+    otel_dir: Path, progress: Progress | None = None, health: ScrapeHealth | None = None
+) -> list[SignalReport]:
+    """Per signal, what the job's collector received and delivered; with ``health``, the
+    scrape targets' readings are gathered in the same pass over the files."""
     readings: dict[str, Reading] = defaultdict(Reading)
     scans = {signal: FileScan() for signal in SIGNALS}
     for signal in SIGNALS:
         for path in signal_files(otel_dir, signal):
-            scan_file(path, signal, readings, scans[signal], progress)
+            scan_file(path, signal, readings, scans[signal], progress, health)
     known = {key: reading for key, reading in readings.items() if reading.series}
     return [weigh(signal, scans[signal], known) for signal in SIGNALS]
