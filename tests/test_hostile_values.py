@@ -384,3 +384,13 @@ def test_a_deep_mapping_built_in_python_raises_the_package_error() -> None:
     with pytest.raises(SubmitConfigError) as caught:
         SubmitConfig.from_dict(mapping)
     assert "nests deeper than" in caught.value.message
+
+
+@pytest.mark.parametrize("character", ["*", "?", "[", "\\"])
+def test_a_job_directory_the_targets_glob_would_misread_is_refused(character: str) -> None:
+    """Prometheus reads the targets files' paths as glob patterns."""
+    config = SubmitConfig.from_dict(_example())
+    with pytest.raises(SubmitConfigError) as caught:
+        render_collector_config(config, "aime25", f"/r/run{character}1/gym-1/aime25")
+    assert caught.value.path == "remote_bench_dir"
+    assert f"contains {character!r}, which the collector reads as a wildcard" in str(caught.value)

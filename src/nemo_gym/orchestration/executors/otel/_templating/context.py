@@ -106,11 +106,24 @@ def scrape_targets(config: SubmitConfig) -> dict[str, int]:
     return {s.name: s.port for s in config.services.values() if s.serves_model}
 
 
+# Prometheus reads file_sd_configs' paths as glob patterns, and refuses a "*" before the last
+# path segment: a job directory holding one of these would name other files, or none.
+_GLOB_CHARACTERS = "*?[\\"
+
+
 def _scrape_jobs(config: SubmitConfig, bench_dir: PurePosixPath) -> list[dict[str, Any]]:
     component = checked(config.otel.component, "otel.component")
+    jobs = scrape_jobs(config, component)
+    glob = next((c for c in str(bench_dir) if c in _GLOB_CHARACTERS), None)
+    if jobs and glob is not None:
+        raise SubmitConfigError(
+            "remote_bench_dir",
+            f"contains {glob!r}, which the collector reads as a wildcard in the path of its "
+            "scrape targets files; choose a job directory without '*', '?', '[' and '\\'",
+        )
     return [
         {"name": job.name, "targets_file": str(targets_dir(bench_dir) / job.file)}
-        for job in scrape_jobs(config, component)
+        for job in jobs
     ]
 
 
