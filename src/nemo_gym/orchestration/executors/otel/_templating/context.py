@@ -122,8 +122,7 @@ def _scrape_jobs(config: SubmitConfig, bench_dir: PurePosixPath) -> list[dict[st
             "scrape targets files; choose a job directory without '*', '?', '[' and '\\'",
         )
     return [
-        {"name": job.name, "targets_file": str(targets_dir(bench_dir) / job.file)}
-        for job in jobs
+        {"name": job.name, "targets_file": str(targets_dir(bench_dir) / job.file)} for job in jobs
     ]
 
 
