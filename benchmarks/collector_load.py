@@ -39,6 +39,7 @@ import yaml
 from support.e2e_job import Collector, collector_release, port_is_free
 from support.e2e_services import FixtureExporter
 from support.otelcol import build_collector
+from support.scrape_targets import write_targets
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors.otel import (
@@ -307,6 +308,7 @@ class Rig:
             self.config_path = write_collector_config(
                 config, "aime25", job_dir, template_dirs=self.template_dirs
             )
+        write_targets(config, "aime25", job_dir)
         self.job_dir = job_dir
         self.files = FileCounter(self.config_path.parent)
         host = self.otel.get("listen_host", "localhost")

@@ -48,25 +48,22 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
     signals = ("traces", "metrics", "logs")
     keys = {"traces": "trace_statements", "metrics": "metric_statements", "logs": "log_statements"}
     keep = 'set(attributes["service.name.override"], attributes["service.name"]) where attributes["service.name.override"] == nil and attributes["service.name"] != nil'
+    targets = f"{bench_dir}/otel/targets"
+    named = [(f"{o.component}/{name}", f"model-{name}") for name in otel.scrape_targets(config)]
+    named += [
+        (job, job)
+        for job, port in (("dcgm", o.gpu_metrics_port), ("node", o.node_metrics_port))
+        if port is not None
+    ]
     jobs = [
         {
-            "job_name": f"{o.component}/{name}",
+            "job_name": job,
             "scrape_interval": f"{o.scrape_interval_seconds}s",
             "scrape_timeout": f"{min(o.scrape_interval_seconds, 10)}s",
-            "static_configs": [{"targets": [f"localhost:{port}"], "labels": {"gym_service": name}}],
+            "file_sd_configs": [{"files": [f"{targets}/{file}.json"]}],
         }
-        for name, port in otel.scrape_targets(config).items()
+        for job, file in named
     ]
-    for job, port in (("dcgm", o.gpu_metrics_port), ("node", o.node_metrics_port)):
-        if port is not None:
-            jobs.append(
-                {
-                    "job_name": job,
-                    "scrape_interval": f"{o.scrape_interval_seconds}s",
-                    "scrape_timeout": f"{min(o.scrape_interval_seconds, 10)}s",
-                    "static_configs": [{"targets": [f"localhost:{port}"]}],
-                }
-            )
     attributes = [
         {"key": k, "value": v, "action": "upsert"}
         for k, v in (
@@ -86,7 +83,7 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
             "receivers": ["otlp", "prometheus", "span_metrics"] if s == "metrics" else ["otlp"],
             "processors": [
                 "transform/keep_service_name",
-                *(["transform/metric_names"] if s == "metrics" else []),
+                *(["transform/host_name", "transform/metric_names"] if s == "metrics" else []),
                 "resource/job",
                 "batch",
             ],
@@ -113,6 +110,17 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
             "transform/keep_service_name": {
                 "error_mode": "ignore",
                 **{keys[s]: [{"context": "resource", "statements": [keep]}] for s in signals},
+            },
+            "transform/host_name": {
+                "error_mode": "ignore",
+                "metric_statements": [
+                    {
+                        "context": "resource",
+                        "statements": [
+                            'set(attributes["host.name"], attributes["server.address"]) where attributes["host.name"] == nil and attributes["server.address"] != nil'
+                        ],
+                    }
+                ],
             },
             "transform/metric_names": {
                 "error_mode": "ignore",

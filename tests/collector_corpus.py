@@ -212,7 +212,7 @@ def _targeted(line: str) -> dict[str, Callable[[Doc], None]]:
         "type/statements-string": _set(
             "processors|transform/metric_names|metric_statements", "set(name, 1)"
         ),
-        "type/targets-string": _set(f"{scrape}|static_configs[0]|targets", "localhost:1"),
+        "type/sd-files-string": _set(f"{scrape}|file_sd_configs[0]|files", "targets.json"),
         "type/grpc-endpoint-list": _set(
             "receivers|otlp|protocols|grpc|endpoint", ["localhost:4317"]
         ),

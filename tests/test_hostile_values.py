@@ -24,6 +24,7 @@ from support.otelcol import collector_binary, run_validate
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors.otel import (
     SubmitConfigError,
+    collector_step_script,
     render_collector_config,
     resolve_token,
     write_collector_config,
@@ -43,10 +44,13 @@ def test_whole_number_floats_render_as_integers() -> None:
     """JSON Schema's integer takes 8000.0; the collector takes neither localhost:8000.0 nor 7.0s."""
     mapping = _example(scrape_interval_seconds=7.0, node_metrics_port=9100.0)
     mapping["services"]["policy"]["port"] = 8000.0
-    text = render_collector_config(SubmitConfig.from_dict(mapping), "aime25", "/r/gym-1/aime25")
-    assert '"localhost:8000"' in text and '"localhost:9100"' in text
+    config = SubmitConfig.from_dict(mapping)
+    text = render_collector_config(config, "aime25", "/r/gym-1/aime25")
     assert 'scrape_interval: "7s"' in text
-    assert ".0" not in "".join(line for line in text.splitlines() if "localhost:" in line)
+    # The ports reach the collector through the targets files the job step writes.
+    plan = collector_step_script(config, "aime25", "/r/gym-1/aime25")
+    assert "model-policy.json 0 8000 policy\n" in plan and "node.json * 9100 -\n" in plan
+    assert "8000.0" not in plan and "9100.0" not in plan
 
 
 def test_a_fractional_port_is_refused() -> None:
@@ -380,3 +384,13 @@ def test_a_deep_mapping_built_in_python_raises_the_package_error() -> None:
     with pytest.raises(SubmitConfigError) as caught:
         SubmitConfig.from_dict(mapping)
     assert "nests deeper than" in caught.value.message
+
+
+@pytest.mark.parametrize("character", ["*", "?", "[", "\\"])
+def test_a_job_directory_the_targets_glob_would_misread_is_refused(character: str) -> None:
+    """Prometheus reads the targets files' paths as glob patterns."""
+    config = SubmitConfig.from_dict(_example())
+    with pytest.raises(SubmitConfigError) as caught:
+        render_collector_config(config, "aime25", f"/r/run{character}1/gym-1/aime25")
+    assert caught.value.path == "remote_bench_dir"
+    assert f"contains {character!r}, which the collector reads as a wildcard" in str(caught.value)

@@ -23,6 +23,7 @@ ENTRY_POINTS = {
     "_report_view",
     "_delivery_report",
     "_collector_log",
+    "_scrape_health",
 }  # and the report
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py" or p.parent != PACKAGE)
 

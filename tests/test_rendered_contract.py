@@ -34,7 +34,7 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
     # Provenance header.
     head = text.splitlines()[:3]
     assert head[0].startswith("# OpenTelemetry Collector config rendered by nemo-gym-otel ")
-    assert f"line {line}, combination {combination}, template version 4" in head[1]
+    assert f"line {line}, combination {combination}, template version 5" in head[1]
 
     assert config["extensions"]["health_check"]["endpoint"] == "localhost:13133"
     assert config["service"]["extensions"] == ["health_check"]
@@ -45,12 +45,15 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
     scrape = config["receivers"]["prometheus"]["config"]["scrape_configs"]
     jobs = {job["job_name"]: job for job in scrape}
     assert list(jobs) == ["gym-vllm/policy", "gym-vllm/judge", "dcgm", "node"]
-    assert jobs["gym-vllm/policy"]["static_configs"] == [
-        {"targets": ["localhost:8000"], "labels": {"gym_service": "policy"}}
-    ]
-    assert jobs["gym-vllm/judge"]["static_configs"][0]["targets"] == ["localhost:8100"]
-    assert jobs["dcgm"]["static_configs"][0]["targets"] == ["localhost:9400"]
-    assert jobs["node"]["static_configs"][0]["targets"] == ["localhost:9100"]
+    # Targets come from files the job step writes at start (tests/test_scrape_targets.py).
+    targets = f"{helpers.job_dir(CONFIG, 'aime25')}/otel/targets"
+    assert {name: job["file_sd_configs"] for name, job in jobs.items()} == {
+        "gym-vllm/policy": [{"files": [f"{targets}/model-policy.json"]}],
+        "gym-vllm/judge": [{"files": [f"{targets}/model-judge.json"]}],
+        "dcgm": [{"files": [f"{targets}/dcgm.json"]}],
+        "node": [{"files": [f"{targets}/node.json"]}],
+    }
+    assert not any("static_configs" in job for job in scrape)
     assert {job["scrape_interval"] for job in scrape} == {"15s"}
 
     processors = config["processors"]
@@ -144,6 +147,15 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
         assert order.index("transform/keep_service_name") < order.index("resource/job")
         if signal == "metrics":
             assert order.index("transform/metric_names") < order.index("resource/job")
+            assert order.index("transform/host_name") < order.index("resource/job")
+        else:
+            assert "transform/host_name" not in order
+    (host,) = config["processors"]["transform/host_name"]["metric_statements"]
+    assert host["context"] == "resource"
+    assert host["statements"] == [
+        'set(attributes["host.name"], attributes["server.address"]) '
+        'where attributes["host.name"] == nil and attributes["server.address"] != nil'
+    ]
     assert config["service"]["telemetry"]["logs"]["level"] == "debug"
     # No listener for the collector's own metrics (localhost:8888 by default).
     assert config["service"]["telemetry"]["metrics"] == {"level": "none"}
@@ -174,16 +186,9 @@ def test_listen_host_and_fast_scrape() -> None:
         assert parsed["extensions"]["health_check"]["endpoint"] == "[::1]:13133"
         assert parsed["receivers"]["otlp"]["protocols"]["http"]["endpoint"] == "[::1]:4318"
         (job, dcgm, node) = parsed["receivers"]["prometheus"]["config"]["scrape_configs"]
-        assert job["job_name"] == "gym-vllm-pd/policy" and job["static_configs"][0]["targets"] == [
-            "localhost:8200"
-        ]
+        assert [j["job_name"] for j in (job, dcgm, node)] == ["gym-vllm-pd/policy", "dcgm", "node"]
+        assert job["file_sd_configs"][0]["files"][0].endswith("/otel/targets/model-policy.json")
         assert (job["scrape_interval"], job["scrape_timeout"]) == ("5s", "5s")
-        assert dcgm["job_name"] == "dcgm" and dcgm["static_configs"][0]["targets"] == [
-            "localhost:9401"
-        ]
-        assert node["job_name"] == "node" and node["static_configs"][0]["targets"] == [
-            "localhost:9100"
-        ]
 
 
 @pytest.mark.parametrize(

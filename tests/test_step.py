@@ -35,6 +35,15 @@ JOB_DIR = "/lustre/runs/gym-0001/aime25"
 HOSTILE_JOB_DIR = '/tmp/it\'s a "job" $(touch PWNED) `touch PWNED2` ${HOME} ;|&/gym-1/aime25'
 
 
+# The bundled example's two pools as a heterogeneous job's batch script sees them.
+EXAMPLE_JOB = {
+    "SLURM_HET_SIZE": "2",
+    "SLURM_JOB_NODELIST_HET_GROUP_0": "node1",
+    "SLURM_JOB_NODELIST_HET_GROUP_1": "node2",
+    "SLURMD_NODENAME": "node1",
+}
+
+
 def _config(mapping: dict, **otel: object) -> SubmitConfig:
     changed = copy.deepcopy(mapping)
     changed["otel"].update(otel)
@@ -135,7 +144,7 @@ def test_fragment_passes_hostile_paths_as_single_words(
     )
     fragment = collector_step_script(config, "aime25", job_dir)
     env = helpers.cli_env(
-        PATH=f"{bin_dir}:{os.environ['PATH']}", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n"
+        PATH=f"{bin_dir}:{os.environ['PATH']}", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n", **EXAMPLE_JOB
     )
     result = _bash(
         f"set -euo pipefail\n{fragment}\notel_collector_start || echo rc=$?", cwd=tmp_path, env=env
@@ -266,7 +275,9 @@ def test_start_refuses_a_health_port_that_already_answers(
         (job_dir / "otel").mkdir(parents=True)
         (job_dir / "otel" / "collector.yaml").write_text("{}\n", encoding="utf-8")
         config = _config(example_mapping, binary="otelcol-contrib", listen_host="127.0.0.244")
-        env = helpers.cli_env(PATH=f"{bin_dir}:/usr/bin:/bin", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n")
+        env = helpers.cli_env(
+            PATH=f"{bin_dir}:/usr/bin:/bin", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n", **EXAMPLE_JOB
+        )
         fragment = collector_step_script(config, "aime25", job_dir)
         result = _bash(f"set -eu\n{fragment}\notel_collector_start", cwd=tmp_path, env=env)
     finally:

@@ -77,6 +77,7 @@ def test_hostile_names_arrive_as_written(tmp_path: Path, line: str) -> None:
         "collector.yaml",
         "logs.jsonl",
         "metrics.jsonl",
+        "targets",
         "traces.jsonl",
     ]
     check_run(result)

@@ -164,7 +164,9 @@ class OtlpBackend:
 class RoutingProxy:
     """The tenant-routing proxy in front of ``backend``: 200 always, forwards only tenant payloads."""
 
-    def __init__(self, backend: OtlpBackend, token: str) -> None:
+    def __init__(self, backend: OtlpBackend, token: str, host: str = "127.0.0.1") -> None:
+        """``host``: the address it listens on (the multi-node cluster's bridge address, so
+        that a collector on another node reaches it)."""
         self._backend = backend
         self._token = token
         self._lock = threading.Lock()
@@ -177,7 +179,7 @@ class RoutingProxy:
         self.dropped: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()  # answered 503 during an outage
         self.held: Counter[str] = Counter()  # requests a black hole took and never answered
-        self._server = LoopbackServer(otlp_handler(self._serve))
+        self._server = LoopbackServer(otlp_handler(self._serve), host=host)
 
     @property
     def url(self) -> str:

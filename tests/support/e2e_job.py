@@ -46,6 +46,7 @@ from nemo_gym.orchestration.executors.otel import (
 from .e2e_backend import OtlpBackend, RoutingProxy
 from .e2e_otlp import SIGNALS, comparable, read_jsonl
 from .e2e_services import FixtureExporter, FixtureExposition, ModelService, Traffic
+from .scrape_targets import write_targets
 
 PRODUCER_SCRIPT = Path(__file__).with_name("e2e_producer.py")
 TOKEN_ENV = "E2E_INGEST_TOKEN"
@@ -420,6 +421,7 @@ def run_job(
         config = SubmitConfig.from_dict(mapping)
         job_dir = tmp_path / "runs" / job.gym_job_id / job.benchmark
         config_path = write_collector_config(config, job.benchmark, job_dir)
+        write_targets(config, job.benchmark, job_dir)
         home = outside / "collector-home"
         home.mkdir()
         env = {

@@ -3,7 +3,8 @@
 The model service is real ``prometheus_client`` in a registry of its own, holding vLLM's metric
 names (a gauge, a counter and a histogram), served by ``prometheus_client``'s own HTTP server.
 The DCGM exporter and node_exporter serve the realistic expositions in ``tests/data/expositions``.
-Everything listens on 127.0.0.1 on a port the kernel picks.
+Everything listens on 127.0.0.1 on a port the kernel picks, unless told an address and port (a
+service on another node of the multi-node cluster listens on all of its interfaces).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class Traffic(Protocol):
 class ModelService:
     """A vLLM-shaped ``/metrics`` endpoint; ``serve()`` changes its numbers like traffic would."""
 
-    def __init__(self, model_name: str, port: int = 0) -> None:
+    def __init__(self, model_name: str, port: int = 0, host: str = "127.0.0.1") -> None:
         self.model_name = model_name
         self.registry = CollectorRegistry(auto_describe=True)
         labels = ["model_name", "engine"]
@@ -79,9 +80,7 @@ class ModelService:
         self.registry.register(self._scrapes)
         self.prompt_tokens_total = 0
         self.requests = 0
-        self._server, self._thread = start_http_server(
-            port, addr="127.0.0.1", registry=self.registry
-        )
+        self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
 
     @property
     def port(self) -> int:
@@ -108,12 +107,15 @@ class ModelService:
 
 class LoopbackServer(ThreadingHTTPServer):
     """An HTTP server on 127.0.0.1 (on a port the kernel picks, by default), serving from a daemon
-    thread."""
+    thread; ``host`` binds another address."""
 
     daemon_threads = True
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler], port: int = 0) -> None:
-        super().__init__(("127.0.0.1", port), handler)
+    def __init__(
+        self, handler: type[BaseHTTPRequestHandler], port: int = 0, host: str = "127.0.0.1"
+    ) -> None:
+        super().__init__((host, port), handler)
+        self.host = host
         self._thread = threading.Thread(
             target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -125,7 +127,7 @@ class LoopbackServer(ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_port}"
+        return f"http://{self.host}:{self.server_port}"
 
     def close(self) -> None:
         self.shutdown()
@@ -148,7 +150,7 @@ class FixtureExposition:
 class FixtureExporter(FixtureExposition):
     """An exporter (DCGM, node_exporter, ...) serving one fixture exposition at ``/metrics``."""
 
-    def __init__(self, fixture: str, port: int = 0) -> None:
+    def __init__(self, fixture: str, port: int = 0, host: str = "127.0.0.1") -> None:
         super().__init__(fixture)
         payload = self.text.encode()
         self.scrapes = 0
@@ -169,7 +171,7 @@ class FixtureExporter(FixtureExposition):
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self._server = LoopbackServer(Handler, port)
+        self._server = LoopbackServer(Handler, port, host)
         self.close = self._server.close
 
     @property

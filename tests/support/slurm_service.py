@@ -61,14 +61,15 @@ def main() -> None:
     parser.add_argument("kind", choices=("model", "fixture"))
     parser.add_argument("name")
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--host", default="127.0.0.1", help="the address /metrics listens on")
     parser.add_argument("--control-dir", type=Path, required=True)
     parser.add_argument("--model-name")
     parser.add_argument("--fixture")
     args = parser.parse_args()
     if args.kind == "model":
-        target: ModelService | FixtureExporter = ModelService(args.model_name, args.port)
+        target: ModelService | FixtureExporter = ModelService(args.model_name, args.port, args.host)
     else:
-        target = FixtureExporter(args.fixture, args.port)
+        target = FixtureExporter(args.fixture, args.port, args.host)
     control = LoopbackServer(control_handler(target))
     staged = args.control_dir / f".{args.name}.port"
     staged.write_text(str(control.port))

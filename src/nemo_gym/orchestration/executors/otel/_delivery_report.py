@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 
 from ._collector_log import CollectorLog
 from ._common.constants import DELIVERY_REPORT_MARKER, SIGNALS
+from ._scrape_health import ScrapeHealth
 
 # OTLP-JSON keys, per signal: resource groups, scope groups, items.
 _GROUPS = {
@@ -198,8 +199,10 @@ def scan_file(
     readings: dict[str, Reading],
     scan: FileScan,
     progress: Progress | None = None,
+    health: ScrapeHealth | None = None,
 ) -> None:
-    """Count the items of one file into ``scan`` in a stream; collect the collector's readings."""
+    """Count the items of one file into ``scan`` in a stream; collect the collector's readings
+    and, into ``health``, the scraped targets' ``up`` readings."""
     resources_key = _GROUPS[signal][0]
     try:
         stream = path.open("rb")
@@ -226,6 +229,8 @@ def scan_file(
                     _keep_reading(readings, group, resource)
                 else:
                     scan.items += count
+                    if health is not None and signal == "metrics":
+                        health.observe(group, resource)
 
 
 def _file_reasons(name: str, scan: FileScan) -> list[str]:
@@ -351,14 +356,18 @@ def weigh(
 
 
 def delivery_report(
-    otel_dir: Path, progress: Progress | None = None, log: CollectorLog | None = None
+    otel_dir: Path,
+    progress: Progress | None = None,
+    health: ScrapeHealth | None = None,
+    log: CollectorLog | None = None,
 ) -> list[SignalReport]:
-    """Per signal, what the job's collector received and delivered; ``log`` is the collector's
-    own log, read for what happened after its last reading."""
+    """Per signal, what the job's collector received and delivered; with ``health``, the
+    scrape targets' readings are gathered in the same pass over the files; ``log`` is the
+    collector's own log, read for what happened after its last reading."""
     readings: dict[str, Reading] = defaultdict(Reading)
     scans = {signal: FileScan() for signal in SIGNALS}
     for signal in SIGNALS:
         for path in signal_files(otel_dir, signal):
-            scan_file(path, signal, readings, scans[signal], progress)
+            scan_file(path, signal, readings, scans[signal], progress, health)
     known = {key: reading for key, reading in readings.items() if reading.series}
     return [weigh(signal, scans[signal], known, log) for signal in SIGNALS]

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import TextIO
 
 from ._collector_log import read_collector_log
 from ._common.constants import COLLECTOR_DIR, COLLECTOR_LOG_NAME, SIGNALS
 from ._delivery_report import CANNOT_TELL, Progress, SignalReport, delivery_report, signal_files
+from ._scrape_health import ScrapeHealth, TargetHealth
 
 _BAR_WIDTH = 30
 _HEADERS = ("signal", "received", "in files", "to backend", "failed/dropped", "verdict")
@@ -70,6 +72,22 @@ def _table(reports: list[SignalReport]) -> str:
     return "\n".join(line(row) for row in (_HEADERS, *rows))
 
 
+def _targets_section(targets: list[TargetHealth]) -> str:
+    """Every target that was not up throughout, by node; scraped targets do not change the
+    verdict (a node without GPUs has no DCGM exporter), they show what the data lacks."""
+    missing = [t for t in targets if t.state != "up"]
+    lines = [f"scrape targets: {len(targets) - len(missing)} of {len(targets)} up throughout"]
+    for target in missing:
+        since = target.down_since_unix_nano
+        when = (
+            " at " + time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since / 1e9))
+            if since
+            else ""
+        )
+        lines.append(f"  {target.node}: {target.job} ({target.instance}) {target.state}{when}")
+    return "\n".join(lines)
+
+
 def job_verdict(reports: list[SignalReport]) -> str:
     """incomplete when any signal lost something, else cannot be told when any signal's fate
     is unknown, else complete."""
@@ -92,8 +110,10 @@ def run_report(job_dir: Path, as_json: bool, log_path: Path | None = None) -> st
         paths = [p for s in SIGNALS for p in signal_files(otel_dir, s) if p.exists()]
         bar = _ProgressBar(sum(p.stat().st_size for p in paths), sys.stderr)
         progress = bar
+    health = ScrapeHealth()
+    health.expect_written_targets(otel_dir)
     try:
-        reports = delivery_report(otel_dir, progress, log)
+        reports = delivery_report(otel_dir, progress, health, log)
     finally:
         if bar:
             bar.close()
@@ -104,8 +124,11 @@ def run_report(job_dir: Path, as_json: bool, log_path: Path | None = None) -> st
             "complete": verdict == "complete",
             "verdict": verdict,
             "signals": [r.as_dict() for r in reports],
+            "scrape_targets": [t.as_dict() for t in health.targets()],
         }
         print(json.dumps(document, indent=2))
     else:
         print(_table(reports))
+        if health.targets():
+            print(_targets_section(health.targets()))
     return verdict

@@ -31,7 +31,8 @@ from ._common.constants import (
 )
 from ._pipeline import bench_dir_argument, check_render_inputs, collector_config_path
 from ._submit.config import SubmitConfig
-from ._templating.context import delivery_report_endpoint
+from ._templating.context import checked, delivery_report_endpoint
+from ._templating.scrape import EVERY_NODE, ScrapeJob, pool_names, scrape_jobs, targets_dir
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,13 @@ class CollectorStep:
     ``command`` is what runs inside the step; ``srun_command`` prefixes it with ``srun`` and
     ``srun_options``. ``env_names`` lists the variables the step must inherit from the batch
     script (the token's variable only when the backend exporter is used): names, never values.
+
+    ``pools`` are the job's components in order; before the collector starts, each of
+    ``scrape_jobs`` needs its targets file under ``targets_dir`` (Prometheus ``file_sd``
+    JSON): one group per node it runs on (``pool``'s first node, or every node of the job for
+    ``pool`` None), target ``localhost:<port>`` on the collector's own node and
+    ``<node>:<port>`` elsewhere, labels ``instance: <node>:<port>`` and, for a model service,
+    ``gym_service``. :func:`collector_step_script` writes them from Slurm's node lists.
     """
 
     name: str
@@ -55,6 +63,9 @@ class CollectorStep:
     health_timeout_seconds: int
     grace_seconds: int
     shutdown_wait_seconds: int
+    pools: tuple[str, ...]
+    targets_dir: PurePosixPath
+    scrape_jobs: tuple[ScrapeJob, ...]
 
     @property
     def srun_command(self) -> tuple[str, ...]:
@@ -74,6 +85,18 @@ class CollectorStep:
             "health_timeout_seconds": self.health_timeout_seconds,
             "grace_seconds": self.grace_seconds,
             "shutdown_wait_seconds": self.shutdown_wait_seconds,
+            "pools": list(self.pools),
+            "targets_dir": str(self.targets_dir),
+            "scrape_jobs": [
+                {
+                    "name": j.name,
+                    "file": j.file,
+                    "port": j.port,
+                    "pool": j.pool,
+                    "service": j.service,
+                }
+                for j in self.scrape_jobs
+            ],
         }
 
 
@@ -115,6 +138,9 @@ def collector_step(
         health_timeout_seconds=otel.health_check_timeout_seconds,
         grace_seconds=FINAL_SCRAPE_GRACE_SECONDS,
         shutdown_wait_seconds=SHUTDOWN_WAIT_SECONDS,
+        pools=pool_names(config),
+        targets_dir=targets_dir(bench_dir),
+        scrape_jobs=tuple(scrape_jobs(config, checked(otel.component, "otel.component"))),
     )
 
 
@@ -160,8 +186,16 @@ def collector_step_script(
         if config.otel.delivery_report
         else "    return 1\n"
     )
+    plan = "".join(
+        f"{job.file} {'*' if job.pool is EVERY_NODE else job.pool} {job.port} {job.service or '-'}\n"
+        for job in step.scrape_jobs
+    )
     return _FRAGMENT.format(
         name=q(step.name),
+        pools=" ".join(q(pool) for pool in step.pools),
+        pools_key=q(f"compute.{config.cluster}.node_pools"),
+        targets_dir=q(str(step.targets_dir)),
+        plan=plan,
         lost_reading=lost_reading,
         srun=" ".join(q(part) for part in step.srun_command),
         config=q(str(step.config_path)),
@@ -232,6 +266,63 @@ _otel_collector_kill_step() {{
     _otel_collector_pid=
 }}
 
+_otel_collector_hostnames() {{  # a Slurm node list, one name a line
+    if [[ "$1" == *[[,]* ]]; then scontrol show hostnames "$1"; else printf '%s\\n' "$1"; fi
+}}
+
+# The scrape targets of every node of the job, from Slurm's node lists (see CollectorStep): one
+# component per node pool, in the order the submit config lists them.
+_otel_collector_write_targets() {{
+    local pools=({pools}) here=${{SLURMD_NODENAME:-}}
+    local components=${{SLURM_HET_SIZE:-1}}
+    if ((components != ${{#pools[@]}})); then
+        echo "otel_collector_start: the job has $components component(s) but "{pools_key}" lists ${{#pools[@]}} pool(s) (${{pools[*]}}); submit one heterogeneous job component per pool, in that order" >&2
+        return 1
+    fi
+    if [[ -z "$here" ]]; then
+        echo "otel_collector_start: SLURMD_NODENAME is not set; call it in the batch script of a Slurm job" >&2
+        return 1
+    fi
+    local -a first=() all=() nodes
+    local -A seen=()
+    local i var node
+    for ((i = 0; i < components; i++)); do
+        var=SLURM_JOB_NODELIST
+        [[ -n "${{SLURM_HET_SIZE:-}}" ]] && var=SLURM_JOB_NODELIST_HET_GROUP_$i
+        nodes=()
+        [[ -n "${{!var:-}}" ]] && mapfile -t nodes < <(_otel_collector_hostnames "${{!var}}")
+        if ((${{#nodes[@]}} == 0)); then
+            echo "otel_collector_start: node pool ${{pools[i]}} (job component $i) has no nodes: $var is empty" >&2
+            return 1
+        fi
+        for node in "${{nodes[@]}}"; do
+            if [[ ! "$node" =~ ^[A-Za-z0-9._-]+$ ]]; then
+                echo "otel_collector_start: $var names a node the targets cannot hold: $node" >&2
+                return 1
+            fi
+            [[ -n "${{seen[$node]:-}}" ]] || all+=("$node")
+            seen[$node]=1
+        done
+        first[i]=${{nodes[0]}}
+    done
+    mkdir -p {targets_dir} || return 1
+    local file pool port service groups sep address
+    while read -r file pool port service; do
+        if [[ "$pool" == "*" ]]; then nodes=("${{all[@]}}"); else nodes=("${{first[pool]}}"); fi
+        groups= sep=
+        [[ "$service" == - ]] && service=
+        for node in "${{nodes[@]}}"; do
+            address=$node
+            [[ "$node" == "$here" ]] && address=localhost
+            groups+="$sep{{\\"targets\\":[\\"$address:$port\\"],\\"labels\\":{{\\"instance\\":\\"$node:$port\\"${{service:+,\\"gym_service\\":\\"$service\\"}}}}}}"
+            sep=,
+        done
+        printf '[%s]\\n' "$groups" >{targets_dir}/".$file.tmp" &&
+            mv -f {targets_dir}/".$file.tmp" {targets_dir}/"$file" || return 1
+    done <<'_OTEL_TARGETS_'
+{plan}_OTEL_TARGETS_
+}}
+
 otel_collector_start() {{
     if [[ -z "${{SLURM_JOB_ID:-}}" ]]; then
         echo "otel_collector_start: SLURM_JOB_ID is not set; call it inside a Slurm job" >&2
@@ -241,6 +332,7 @@ otel_collector_start() {{
         echo "otel_collector_start: "{config}" does not exist; write it first (write_collector_config)" >&2
         return 1
     fi
+    _otel_collector_write_targets || return 1
     if _otel_collector_healthy; then
         echo "otel_collector_start: something already answers on "{host}":{port}; another collector on this node? (otel.listen_host)" >&2
         return 1

@@ -44,6 +44,11 @@ class Service:
     def serves_model(self) -> bool:
         return self.type in MODEL_SERVICE_TYPES
 
+    @property
+    def node_pool(self) -> str | None:
+        """The node pool whose first node serves this service's HTTP port (None: the first)."""
+        return self.options.get("node_pool")
+
 
 @dataclass(frozen=True)
 class Compute:
@@ -53,6 +58,12 @@ class Compute:
     type: str
     account: str
     options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def node_pools(self) -> tuple[str, ...]:
+        """The pools in the order they are listed: one heterogeneous job component each, in
+        this order. Empty: the job is one plain allocation (one implicit pool)."""
+        return tuple(self.options.get("node_pools") or ())
 
 
 @dataclass(frozen=True)

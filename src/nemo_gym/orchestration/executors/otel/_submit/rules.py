@@ -31,6 +31,7 @@ _HOST_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 def check_config_rules(config: SubmitConfig) -> None:
     """Raise on the first rule ``config`` breaks."""
     _check_policy_model(config)
+    _check_node_pools(config)
     _check_scrape_interval(config)
     _check_ports(config)
     _check_listen_host(config)
@@ -46,6 +47,36 @@ def _check_policy_model(config: SubmitConfig) -> None:
             f"is not a service of this config (services: {known}); "
             "set it to one of the services or remove it",
         )
+
+
+def _pool_references(config: SubmitConfig) -> list[tuple[str, str]]:
+    """(key path, pool name) of every place a service names a node pool."""
+    found = []
+    for service in config.services.values():
+        base = f"services.{service.name}"
+        if service.node_pool is not None:
+            found.append((f"{base}.node_pool", service.node_pool))
+        for i, pool in enumerate(service.options.get("node_pools") or ()):
+            found.append((f"{base}.node_pools[{i}]", pool))
+        for stage in ("prefill", "decode"):
+            pool = (service.options.get(stage) or {}).get("node_pool")
+            if pool is not None:
+                found.append((f"{base}.{stage}.node_pool", pool))
+    return found
+
+
+def _check_node_pools(config: SubmitConfig) -> None:
+    """A pool is one component of the heterogeneous job: a name the compute entry does not list
+    has no nodes, and the collector would scrape a service that runs nowhere it knows."""
+    pools = config.compute.node_pools
+    for path, pool in _pool_references(config):
+        if pool not in pools:
+            listed = ", ".join(pools) if pools else "none"
+            raise SubmitConfigError(
+                path,
+                f"names the node pool {pool!r}, which compute.{config.cluster}.node_pools does not "
+                f"list (pools: {listed}); add it there or name a listed pool",
+            )
 
 
 def _check_scrape_interval(config: SubmitConfig) -> None:

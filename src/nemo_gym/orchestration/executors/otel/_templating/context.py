@@ -13,7 +13,8 @@ Template variables (documented for override authors):
 ``signals``     ["traces", "metrics", "logs"]
 ``listen``      health, grpc, http: ``host:port`` endpoints the collector binds
 ``scrape``      interval, timeout (``15s``-style durations) and ``jobs``: a list of
-                {name, target, labels}
+                {name, targets_file}: the job step writes each file's targets at start
+                (see :mod:`.scrape`)
 ``resource``    the job's resource attributes: a list of {key, value}
 ``backend``     endpoint (OTLP/HTTP base URL) and token (the placeholder for the ingest token)
 ``files``       signal name to the absolute path of its ``*.jsonl`` file
@@ -44,6 +45,7 @@ from .._common.version import package_version
 from .._submit.config import SubmitConfig
 from .catalogue import Line, TemplateInfo
 from .scalar import EnvRef, invalid_character
+from .scrape import scrape_jobs, targets_dir
 
 SLURM_JOB_ID = EnvRef("SLURM_JOB_ID")
 # Prometheus refuses a scrape timeout longer than the interval; 10s is its own default.
@@ -104,22 +106,24 @@ def scrape_targets(config: SubmitConfig) -> dict[str, int]:
     return {s.name: s.port for s in config.services.values() if s.serves_model}
 
 
-def _scrape_jobs(config: SubmitConfig) -> list[dict[str, Any]]:
-    otel = config.otel
-    component = checked(otel.component, "otel.component")
-    jobs = [
-        {
-            "name": f"{component}/{name}",
-            "target": _host_port("localhost", port),
-            "labels": {"gym_service": name},
-        }
-        for name, port in scrape_targets(config).items()
+# Prometheus reads file_sd_configs' paths as glob patterns, and refuses a "*" before the last
+# path segment: a job directory holding one of these would name other files, or none.
+_GLOB_CHARACTERS = "*?[\\"
+
+
+def _scrape_jobs(config: SubmitConfig, bench_dir: PurePosixPath) -> list[dict[str, Any]]:
+    component = checked(config.otel.component, "otel.component")
+    jobs = scrape_jobs(config, component)
+    glob = next((c for c in str(bench_dir) if c in _GLOB_CHARACTERS), None)
+    if jobs and glob is not None:
+        raise SubmitConfigError(
+            "remote_bench_dir",
+            f"contains {glob!r}, which the collector reads as a wildcard in the path of its "
+            "scrape targets files; choose a job directory without '*', '?', '[' and '\\'",
+        )
+    return [
+        {"name": job.name, "targets_file": str(targets_dir(bench_dir) / job.file)} for job in jobs
     ]
-    # Conventional job names, so the standard DCGM and node dashboards apply unchanged.
-    for job_name, port in (("dcgm", otel.gpu_metrics_port), ("node", otel.node_metrics_port)):
-        if port is not None:
-            jobs.append({"name": job_name, "target": _host_port("localhost", port), "labels": {}})
-    return jobs
 
 
 def template_context(
@@ -169,7 +173,7 @@ def template_context(
         "scrape": {
             "interval": f"{interval}s",
             "timeout": f"{min(interval, _MAX_SCRAPE_TIMEOUT_SECONDS)}s",
-            "jobs": _scrape_jobs(config),
+            "jobs": _scrape_jobs(config, PurePosixPath(bench_dir)),
         },
         "resource": resource,
         "backend": {

@@ -1,0 +1,122 @@
+"""Which scrape targets of a job never answered or stopped answering, per node.
+
+A node without a DCGM exporter, a pool whose model server never started, an exporter that died
+halfway: the collector goes on, and the job's data simply lacks those series. The Prometheus
+receiver records every scrape's outcome as the ``up`` metric of the target's resource (1
+answered, 0 did not), so the metrics file says, target by target, what was missing and from
+when. The targets the job step wrote (``otel/targets/*.json``) add the ones that were never
+scraped at all (the collector stopped first).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._templating.scrape import TARGETS_DIR
+
+UP = "up"
+
+
+@dataclass
+class TargetHealth:
+    """One target: where it ran, its scrape job, and what ``up`` said over the job."""
+
+    node: str
+    job: str
+    instance: str
+    readings: list[tuple[int, float]] = field(default_factory=list)  # (time ns, up)
+
+    @property
+    def state(self) -> str:
+        """``up``, ``never up``, ``never scraped``, ``went down`` (and stayed down), or
+        ``down for a while`` (it answered again later)."""
+        values = [value for _, value in sorted(self.readings)]
+        if not values:
+            return "never scraped"
+        if not any(values):
+            return "never up"
+        first_up = values.index(1.0) if 1.0 in values else 0
+        later = values[first_up:]
+        if all(later):
+            return "up"
+        return "went down" if not later[-1] else "down for a while"
+
+    @property
+    def down_since_unix_nano(self) -> int | None:
+        """When the target last went down for good (``went down``), else None."""
+        if self.state != "went down":
+            return None
+        ordered = sorted(self.readings)
+        since = None
+        for time, value in ordered:
+            if not value and since is None:
+                since = time
+            elif value:
+                since = None
+        return since
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "job": self.job,
+            "instance": self.instance,
+            "state": self.state,
+            "scrapes": len(self.readings),
+            "failed_scrapes": sum(1 for _, value in self.readings if not value),
+            "down_since_unix_nano": self.down_since_unix_nano,
+        }
+
+
+def _host(instance: str) -> str:
+    return instance.rpartition(":")[0]
+
+
+class ScrapeHealth:
+    """Collects ``up`` readings while the delivery report streams the metrics files."""
+
+    def __init__(self) -> None:
+        self._targets: dict[str, TargetHealth] = {}
+
+    def _target(self, instance: str, node: str, job: str) -> TargetHealth:
+        """The target of ``instance``; what the collector's data says of its node and job wins
+        over what the targets files imply (a file's name, the instance's host part)."""
+        target = self._targets.get(instance)
+        if target is None:
+            target = self._targets[instance] = TargetHealth(node, job, instance)
+        return target
+
+    def observe(self, group: dict[str, Any], resource: dict[str, str]) -> None:
+        """One resource group of a metrics line; only a scraped target's ``up`` is kept."""
+        instance = resource.get("service.instance.id")
+        if instance is None:
+            return
+        for scope in group.get("scopeMetrics") or ():
+            for metric in scope.get("metrics") or ():
+                if metric.get("name") != UP or "gauge" not in metric:
+                    continue
+                target = self._target(instance, "", "")
+                target.node = resource.get("host.name") or target.node or _host(instance)
+                target.job = resource.get("service.name.override") or target.job
+                for point in metric["gauge"].get("dataPoints") or ():
+                    value = float(point.get("asDouble", point.get("asInt", 0)))
+                    target.readings.append((int(point.get("timeUnixNano") or 0), value))
+
+    def expect_written_targets(self, otel_dir: Path) -> None:
+        """Every target the job step wrote, so one never scraped is listed too."""
+        for path in sorted((otel_dir / TARGETS_DIR).glob("*.json")):
+            try:
+                groups = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue  # not the step's file; the collector would have said so in its log
+            for entry in groups if isinstance(groups, list) else ():
+                labels = entry.get("labels") or {} if isinstance(entry, dict) else {}
+                instance = labels.get("instance")
+                if isinstance(instance, str):
+                    self._target(instance, _host(instance), path.stem)
+
+    def targets(self) -> list[TargetHealth]:
+        """Every target, by node, then job, then instance."""
+        return sorted(self._targets.values(), key=lambda t: (t.node, t.job, t.instance))
