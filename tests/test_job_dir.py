@@ -68,9 +68,20 @@ def config(tmp_path: Path) -> Path:
         ("runs/gid-1/aime25/", None),  # a trailing slash is the same folder: accepted
         ("runs/gid\n1/aime25", "contains the control character U+000A"),
         ("runs/gid\t1/aime25", "contains the control character U+0009"),
+        ("runs/gid\u20281/aime25", "contains U+2028, which the collector's Prometheus receiver"),
+        ("runs/gid\ufffe1/aime25", "contains U+FFFE, which the collector's Prometheus receiver"),
         ("runs/gid-1/../aime25", "must not contain '.' or '..' segments"),
     ],
-    ids=["other-benchmark", "no-gym-job-id", "trailing-slash", "newline", "tab", "dot-dot"],
+    ids=[
+        "other-benchmark",
+        "no-gym-job-id",
+        "trailing-slash",
+        "newline",
+        "tab",
+        "line-separator",
+        "noncharacter",
+        "dot-dot",
+    ],
 )
 def test_render_refuses_a_job_directory_of_another_shape(
     config: Path, tmp_path: Path, job_dir: str, says: str | None
@@ -126,7 +137,8 @@ def test_the_step_refuses_what_rendering_refuses() -> None:
 # -- the real binaries: every character that is not refused reaches a collector that starts -----
 
 # Gym job ids a user could type: the config URI's ':', shell syntax, collector expansion syntax,
-# quotes, braces, non-ASCII and separators Unicode knows as line breaks but the shell does not.
+# quotes, braces, non-ASCII, a no-break and a zero-width space and a byte-order mark. (U+2028,
+# U+2029, U+FFFE and U+FFFF break the Prometheus receiver's YAML: refused, above.)
 # (Glob characters are refused where there is something to scrape: Prometheus reads the targets
 # files' paths as patterns; tests/data/hostile/submit/c3-job-dir-glob.yaml.)
 HOSTILE_IDS = [
@@ -135,7 +147,7 @@ HOSTILE_IDS = [
     'it\'s "q" $(touch PWNED) `touch PWNED2` ;|&<>',
     "${HOME} ${env:OTEL_TOKEN} $$ $1 %20 #x ,=",
     "{b} ~ a] !",  # '*', '?', '[' and '\\' are refused when there is something to scrape
-    "é 😀 \u00a0\u2028",
+    "é 😀 \u00a0\ufeff\u200b",
 ]
 LISTEN_HOSTS = {"legacy": "127.0.0.61", "current": "127.0.0.62"}  # clash with nothing
 

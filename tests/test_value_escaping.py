@@ -14,7 +14,7 @@ import helpers
 import pytest
 import yaml
 from collector_expansion import expand_tree
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from nemo_gym.orchestration.api import SubmitConfig
@@ -68,8 +68,22 @@ tricky = st.sampled_from(
 user_text = st.one_of(
     free_text, st.lists(st.one_of(tricky, free_text), min_size=1, max_size=5).map("".join)
 )
-# Path segments: anything but "/" and NUL (which POSIX forbids) and the dot entries.
-segment = user_text.map(lambda s: s.replace("/", "_")).filter(lambda s: s not in (".", ".."))
+# What a job directory may not hold (its own tests: test_job_dir.py, the hostile corpus): the
+# glob characters where there is something to scrape (Prometheus reads the targets files' paths
+# as patterns), and what breaks the Prometheus receiver's YAML.
+REFUSED_IN_JOB_DIR = "*?[\\\u2028\u2029\ufffe\uffff"
+
+
+def _folder_ok(text: str) -> bool:
+    return not any(char in REFUSED_IN_JOB_DIR for char in text)
+
+
+# Path segments: anything but "/" and NUL (which POSIX forbids), the dot entries and the above.
+segment = (
+    user_text.map(lambda s: s.replace("/", "_"))
+    .filter(lambda s: s not in (".", ".."))
+    .filter(_folder_ok)
+)
 
 
 def _attributes(parsed: dict) -> dict:
@@ -117,6 +131,7 @@ def test_user_strings_survive_rendering_and_collector_expansion(
     config = SubmitConfig.from_dict(mapping)
     # The benchmark's folder: a path segment, so no "/" and never "." or ".." (both refused).
     leaf = benchmark.replace("/", "_")
+    assume(_folder_ok(leaf))  # the benchmark's value may hold anything; its folder may not
     bench_dir = f"/lustre/{output_leaf}/{gym_job_id}/{'_' + leaf if leaf in ('.', '..') else leaf}"
     text = render_collector_config(config, benchmark, bench_dir)
     seen = expand_tree(yaml.safe_load(text), COLLECTOR_ENV)

@@ -19,6 +19,9 @@ from .._common.errors import SubmitConfigError, Violation
 from .config import SubmitConfig
 
 JOB_DIR_KEY = "remote_bench_dir"  # the API parameter; the CLI names it --job-dir
+# Measured on both lines' binaries: a job directory holding one of these fails the Prometheus
+# receiver's own YAML round trip (yaml: could not find expected ':' / control characters).
+_PROMETHEUS_YAML = frozenset("\u2028\u2029\ufffe\uffff")
 
 
 def _refuse(reason: str) -> SubmitConfigError:
@@ -31,16 +34,24 @@ def _unusable_character(path: str) -> str | None:
     """Why the collector's config URI or the step's shell cannot take ``path``, or None.
 
     Control characters and lone surrogates (a line break, tab, DEL, C1) end a command line or a
-    YAML value. The config URI takes anything after ``file:`` (the provider reads the rest as a
-    path, ``:`` included: tests/test_job_dir.py starts the binary on such folders), and the step
-    quotes every word for the shell."""
+    YAML value; Unicode's line and paragraph separators and its noncharacters U+FFFE and U+FFFF
+    break the Prometheus receiver's YAML. The config URI takes anything else after ``file:`` (the
+    provider reads the rest as a path, ``:`` included: tests/test_job_dir.py starts the binary on
+    such folders), and the step quotes every word for the shell."""
     bad = invalid_character(path)
-    if bad is None:
-        return None
-    return (
-        f"contains the control character U+{ord(bad):04X}, which neither the step's command "
-        "line nor the collector's config can carry"
-    )
+    if bad is not None:
+        return (
+            f"contains the control character U+{ord(bad):04X}, which neither the step's command "
+            "line nor the collector's config can carry"
+        )
+    bad = next((char for char in path if char in _PROMETHEUS_YAML), None)
+    if bad is not None:
+        return (
+            f"contains U+{ord(bad):04X}, which the collector's Prometheus receiver cannot read back "
+            "(it rewrites its scrape config, which names files in the job directory, as YAML, "
+            "where this is a line break or not allowed)"
+        )
+    return None
 
 
 def benchmark_folder(benchmark_name: str) -> str:
