@@ -46,7 +46,9 @@ def test_the_executor_snippet_runs_as_pasted(tmp_path: Path) -> None:
         assert "snippet-token" not in written.read_text(encoding="utf-8")
 
 
-def test_the_batch_script_is_bash() -> None:
-    (script,) = re.findall(r"```bash\n(#!/bin/bash\n.*?)\n```", SECTION, flags=re.DOTALL)
-    checked = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
-    assert checked.returncode == 0, checked.stderr
+def test_the_batch_scripts_are_bash() -> None:
+    scripts = re.findall(r"```bash\n(#!/bin/bash\n.*?)\n```", SECTION, flags=re.DOTALL)
+    assert scripts
+    for script in scripts:
+        checked = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stderr
