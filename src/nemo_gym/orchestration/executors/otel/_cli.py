@@ -15,6 +15,7 @@ import shlex
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -25,6 +26,7 @@ from ._checks.mermaid import pipeline_mermaid
 from ._common.constants import COLLECTOR_DIR
 from ._common.errors import (
     CollectorConfigError,
+    CollectorConfigWarning,
     OtelConfigError,
     SubmitConfigError,
     TemplateError,
@@ -150,6 +152,22 @@ def _read_text(path: Path) -> str:
     )
 
 
+@contextlib.contextmanager
+def _printed_warnings(path: Path) -> Iterator[None]:
+    """Print each :class:`CollectorConfigWarning` (a deprecated name) as one line naming the file;
+    the verdict and the exit code stay those of the errors."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CollectorConfigWarning)
+        try:
+            yield
+        finally:
+            for item in caught:
+                if isinstance(item.message, CollectorConfigWarning):
+                    print(f"{PROG}: warning: {path}: {item.message}", file=sys.stderr)
+                else:
+                    warnings.showwarning(item.message, item.category, item.filename, item.lineno)
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
     version = args.collector_version
     if version is None and args.collector:
@@ -161,7 +179,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         text = None
         try:
             text = _read_text(path)
-            with _named_as_flags({"otel.collector_version": "--collector-version"}):
+            with (
+                _named_as_flags({"otel.collector_version": "--collector-version"}),
+                _printed_warnings(path),
+            ):
                 validate_collector_config(
                     text,
                     version,

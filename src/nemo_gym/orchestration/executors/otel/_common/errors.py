@@ -81,3 +81,12 @@ class CollectorConfigError(OtelConfigError):
 
     def __init__(self, violations: Sequence[Violation], source: str = "collector config") -> None:
         self._set(tuple(violations) or (Violation("", "invalid"),), source)
+
+
+class CollectorConfigWarning(UserWarning):
+    """Something the collector accepts but this package advises against (a deprecated component
+    name): ``violation`` holds its path and the fix. ``validate`` prints it and exits 0."""
+
+    def __init__(self, violation: Violation) -> None:
+        super().__init__(str(violation))
+        self.violation = violation
