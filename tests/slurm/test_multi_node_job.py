@@ -67,15 +67,15 @@ def backend_and_proxy(token: str) -> Iterator[tuple[OtlpBackend, RoutingProxy]]:
 
 
 def run(
-    tmp_path: Path, token: str, pair: tuple[OtlpBackend, RoutingProxy], **changes: Any
+    tmp_path: Path,
+    token: str,
+    pair: tuple[OtlpBackend, RoutingProxy],
+    line: str = "current",
+    **changes: Any,
 ) -> MultiRun:
     name = changes.pop("name")
-    scenario = MultiScenario(
-        name,
-        Job("current", ("otlp_http", "file"), token),
-        str(collector_binary("current")),
-        **changes,
-    )
+    job = Job(line, ("otlp_http", "file"), token)
+    scenario = MultiScenario(name, job, str(collector_binary(line)), **changes)
     return run_multi_node_job(tmp_path / name, tmp_path / "runs", scenario, *pair)
 
 
@@ -120,10 +120,11 @@ def report(job_dir: Path) -> dict[str, Any]:
     return json.loads(completed.stdout)
 
 
+@pytest.mark.parametrize("line", ["legacy", "current"])
 def test_every_node_of_the_bundled_example_is_observed(
-    tmp_path: Path, token: str, backend_and_proxy: tuple[OtlpBackend, RoutingProxy]
+    tmp_path: Path, token: str, backend_and_proxy: tuple[OtlpBackend, RoutingProxy], line: str
 ) -> None:
-    multi = run(tmp_path, token, backend_and_proxy, name="example")
+    multi = run(tmp_path, token, backend_and_proxy, line, name=f"example-{line}")
     result = check_clean_life(multi)
     check_run(result)  # backend == files, every SDK item, the token in no file nor log line
     targets = json.loads((multi.job_dir / "otel" / "targets" / "node.json").read_text())

@@ -19,14 +19,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from . import slurm_cluster
-from .slurm_cluster import command_output, command_words, require
+from .slurm_cluster import TAKES_JOBS, command_output, command_words, require
 
 MULTI_CONF = Path("/etc/slurm-multi/slurm.conf")
 # The host's address on the cluster's bridge, where slurmctld listens.
 CONTROLLER_ADDRESS = "10.250.0.1"
 NODES = ("n1", "n2", "n3")
 NODE_ADDRESSES = {"n1": "10.250.0.11", "n2": "10.250.0.12", "n3": "10.250.0.13"}
-TAKES_JOBS = {"idle", "mixed", "allocated"}
 
 
 def multi_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
