@@ -16,7 +16,7 @@ from typing import Any
 
 from ._stats import Sample, describe, table
 
-SUITES = ("render", "write", "import", "collector", "long_jobs")
+SUITES = ("render", "write", "import", "collector", "long_jobs", "scrape_load")
 
 
 def _cpu_model() -> str:
@@ -119,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
 
         results["long_jobs"] = long_jobs(quick=args.quick)
         rows += results["long_jobs"].pop("rows")
+    if "scrape_load" in args.only:
+        from .scrape_load import scrape_load
+
+        results["scrape_load"] = scrape_load(quick=args.quick)
+        rows += results["scrape_load"].pop("rows")
 
     print(table(rows))
     args.json.parent.mkdir(parents=True, exist_ok=True)

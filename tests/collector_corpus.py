@@ -30,10 +30,6 @@ _EXPANSION = (
     "only ${env:NAME} may expand: the renderer writes nothing else, so any other expansion in a "
     "config means a value was pasted unescaped or a missing variable is hidden behind a default"
 )
-_ALIAS = (
-    "otlphttp and spanmetrics still load on new collectors as deprecated aliases that log a "
-    "warning and will be removed; the current line's schema knows only the new names"
-)
 _IGNORED_HTTP_OPTION = (
     "the collector's HTTP client and server settings ignore unknown keys (confighttp unmarshals "
     "them with WithIgnoreUnused), so a misspelt option such as retry_on_falure would be dropped "
@@ -45,9 +41,6 @@ _NUMERIC_LOG_LEVEL = (
 STRICTER_ON_PURPOSE = {
     **{f"{line}/expansion/bare-variable": _EXPANSION for line in NAMES},
     **{f"{line}/expansion/env-default": _EXPANSION for line in NAMES},
-    "current/other-line/current-on-legacy-names": _ALIAS,
-    "current/other-line/exporter-otlphttp": _ALIAS,
-    "current/other-line/connector-spanmetrics": _ALIAS,
     "current/unknown-option/otlp_http/backend": _IGNORED_HTTP_OPTION,
     "current/unknown-option/otlp-receiver-http": _IGNORED_HTTP_OPTION,
     **{f"{line}/type/log-level-number": _NUMERIC_LOG_LEVEL for line in NAMES},

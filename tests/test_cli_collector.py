@@ -14,6 +14,7 @@ from pathlib import Path
 
 import helpers
 import pytest
+import yaml
 from platform_corpus import override_with_filter
 from support.otelcol import collector_binary
 
@@ -131,3 +132,27 @@ def test_the_collector_sees_placeholders_not_the_callers_environment(
     env = placeholder_environment(text)
     assert env.pop("PATH") == os.environ["PATH"]
     assert env == dict.fromkeys(("OTEL_TOKEN", "SLURM_JOB_ID", "USER"), PLACEHOLDER)
+
+
+def test_deprecated_names_warn_and_pass(tmp_path: Path) -> None:
+    """Names the current line's collectors still load as aliases (otlphttp, spanmetrics): one
+    warning each, naming the new name, and exit 0; the tenant rules still see the exporter."""
+    text = helpers.rendered_example(tmp_path)
+    assert "otlp_http/backend" in text and "span_metrics" in text
+    old = text.replace("otlp_http/backend", "otlphttp/backend").replace(
+        "span_metrics", "spanmetrics"
+    )
+    path = tmp_path / "old-names.yaml"
+    path.write_text(old, encoding="utf-8")
+    result = helpers.run_cli("validate", path, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith(helpers.WARNING)]
+    assert len(warnings) == 2, result.stderr
+    assert any("exporters.otlphttp/backend" in w and "'otlp_http'" in w for w in warnings)
+    assert any("connectors.spanmetrics" in w and "'span_metrics'" in w for w in warnings)
+    leaky = yaml.safe_load(old)  # the tenant rules judge the old name too
+    for pipeline in leaky["service"]["pipelines"].values():
+        pipeline["processors"] = [p for p in pipeline.get("processors", []) if "tenant" not in p]
+    path.write_text(yaml.safe_dump(leaky), encoding="utf-8")
+    result = helpers.run_cli("validate", path, cwd=tmp_path)
+    assert result.returncode != 0 and "otlphttp/backend" in result.stderr, result.stderr

@@ -27,11 +27,11 @@ SECTIONS = ("receivers", "processors", "exporters", "connectors", "extensions")
 
 
 def _schema_types(line: str) -> set[tuple[str, str]]:
-    """(section, type) for every component the line's schema accepts (not the refused aliases)."""
+    """(section, type) for every component the line's schema accepts (not the deprecated aliases)."""
     found = set()
     for section in SECTIONS:
         for pattern, target in schema(line)["properties"][section]["patternProperties"].items():
-            if "$ref" in target:
+            if "$ref" in target and "x-deprecated" not in target:
                 found.add((section, pattern[1:].split("(", 1)[0]))
     return found
 

@@ -67,15 +67,15 @@ def backend_and_proxy(token: str) -> Iterator[tuple[OtlpBackend, RoutingProxy]]:
 
 
 def run(
-    tmp_path: Path, token: str, pair: tuple[OtlpBackend, RoutingProxy], **changes: Any
+    tmp_path: Path,
+    token: str,
+    pair: tuple[OtlpBackend, RoutingProxy],
+    line: str = "current",
+    **changes: Any,
 ) -> MultiRun:
     name = changes.pop("name")
-    scenario = MultiScenario(
-        name,
-        Job("current", ("otlp_http", "file"), token),
-        str(collector_binary("current")),
-        **changes,
-    )
+    job = Job(line, ("otlp_http", "file"), token)
+    scenario = MultiScenario(name, job, str(collector_binary(line)), **changes)
     return run_multi_node_job(tmp_path / name, tmp_path / "runs", scenario, *pair)
 
 

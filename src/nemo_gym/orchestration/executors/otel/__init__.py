@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # what type checkers see of the table below (tests/test_api.p
     from ._checks.collector import validate_collector_config
     from ._common.errors import (
         CollectorConfigError,
+        CollectorConfigWarning,
         OtelConfigError,
         OtelConfigWarning,
         SubmitConfigError,
@@ -80,6 +81,7 @@ _LAZY = {
     "SubmitConfigError": ("_common.errors", "SubmitConfigError"),
     "TemplateError": ("_common.errors", "TemplateError"),
     "CollectorConfigError": ("_common.errors", "CollectorConfigError"),
+    "CollectorConfigWarning": ("_common.errors", "CollectorConfigWarning"),
     "Violation": ("_common.errors", "Violation"),
     "OtelConfigWarning": ("_common.errors", "OtelConfigWarning"),
 }

@@ -18,6 +18,7 @@ import shlex
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path, PurePosixPath
@@ -28,6 +29,7 @@ from ._checks.mermaid import pipeline_mermaid
 from ._common.constants import COLLECTOR_DIR
 from ._common.errors import (
     CollectorConfigError,
+    CollectorConfigWarning,
     OtelConfigError,
     SubmitConfigError,
     TemplateError,
@@ -82,12 +84,13 @@ def _warn(
 def _cmd_render(args: argparse.Namespace) -> int:
     config = SubmitConfig.from_yaml(args.config)
     validate_gym_telemetry(config)  # rendering checks the destination and the arguments
-    with _named_as_flags(_JOB_FLAGS):
+    caught: list[Violation] = []
+    with _named_as_flags(_JOB_FLAGS), _caught_warnings(caught):
         text, found = render_checked(
             config, args.benchmark, args.job_dir, template_dirs=args.template_dir
         )
         result = text if args.stdout else write_rendered(text, args.job_dir)
-    _warn(found)
+    _warn([*found, *caught])
     if "otlp_http" in config.otel.exporters:
         try:
             resolve_token(config)
@@ -156,7 +159,7 @@ def _emit(results: list[_Judged], output: str, ok_line: str) -> int:
                 # A YAML syntax error already names the file (``a.yaml:12``).
                 shown = "" if violation.path.startswith(result.label) else prefix
                 print(f"{PROG}: error: {shown}{violation}", file=sys.stderr)
-            _warn(result.warnings, prefix)
+            _warn(result.warnings, f"{result.label}: ")  # a warning always says where
             verdict = result.collector
             if verdict is not None and not verdict.valid:
                 print(
@@ -181,6 +184,22 @@ def _read_text(path: Path) -> str:
     )
 
 
+@contextlib.contextmanager
+def _caught_warnings(found: list[Violation]) -> Iterator[None]:
+    """Collect each :class:`CollectorConfigWarning` raised meanwhile (a deprecated name) into
+    ``found``, printed with the rest; the verdict and the exit code stay those of the errors."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CollectorConfigWarning)
+        try:
+            yield
+        finally:
+            for item in caught:
+                if isinstance(item.message, CollectorConfigWarning):
+                    found.append(item.message.violation)
+                else:
+                    warnings.showwarning(item.message, item.category, item.filename, item.lineno)
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
     version = args.collector_version
     if version is None and args.collector:
@@ -193,8 +212,11 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         text = None
         try:
             text = _read_text(path)
-            with _named_as_flags({"otel.collector_version": "--collector-version"}):
-                found = validate_collector_config(
+            with (
+                _named_as_flags({"otel.collector_version": "--collector-version"}),
+                _caught_warnings(found),
+            ):
+                validate_collector_config(
                     text,
                     version,
                     source=str(path),
@@ -229,16 +251,21 @@ def _cmd_graph(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         config = SubmitConfig.from_yaml(args.config)
         job_dir = _example_job_dir(config, "nemo-gym-otel-graph", args.benchmark)
-        with _named_as_flags({"benchmark_name": "--benchmark"}):
+        caught: list[Violation] = []
+        with _named_as_flags({"benchmark_name": "--benchmark"}), _caught_warnings(caught):
             text, found = render_checked(
                 config, args.benchmark, job_dir, template_dirs=args.template_dir
             )
-        _warn(found)
+        _warn([*found, *caught])
         source = f"rendered {args.config}"
     else:
         source = args.file
         text = _read_text(Path(args.file))
-        with _named_as_flags({"otel.collector_version": "--collector-version"}):
+        caught = []
+        with (
+            _named_as_flags({"otel.collector_version": "--collector-version"}),
+            _caught_warnings(caught),
+        ):
             validate_collector_config(
                 text,
                 args.collector_version,
@@ -246,10 +273,12 @@ def _cmd_graph(args: argparse.Namespace) -> int:
                 template_dirs=args.template_dir,
                 tenant_rules=False,
             )
+        _warn(caught)
         try:  # drawn all the same: the graph shows where the token goes astray
-            validate_collector_config(
-                text, args.collector_version, source=source, template_dirs=args.template_dir
-            )
+            with _caught_warnings([]):  # said once, above
+                validate_collector_config(
+                    text, args.collector_version, source=source, template_dirs=args.template_dir
+                )
         except CollectorConfigError as exc:
             for violation in exc.violations:
                 print(f"{PROG}: warning: {violation}", file=sys.stderr)
@@ -339,7 +368,8 @@ def _judge_rendering(
     violations: tuple[Violation, ...] = ()
     found: list[Violation] = []
     try:
-        found = check_rendering(rendering)
+        with _caught_warnings(found):
+            found += check_rendering(rendering)
     except OtelConfigError as exc:
         violations = tuple(exc.violations)
     verdict = collector_verdict(args.collector, rendering.text) if args.collector else None

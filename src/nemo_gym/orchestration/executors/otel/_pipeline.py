@@ -18,6 +18,7 @@ from ._common.atomic_file import write_atomically
 from ._common.constants import COLLECTOR_CONFIG_NAME, COLLECTOR_DIR
 from ._common.errors import (
     CollectorConfigError,
+    CollectorConfigWarning,
     OtelConfigWarning,
     SubmitConfigError,
     TemplateError,
@@ -25,7 +26,7 @@ from ._common.errors import (
     dotted,
 )
 from ._submit.config import SubmitConfig
-from ._submit.job_dir import check_job_dir, job_dir_warnings
+from ._submit.job_dir import JOB_DIR_KEY, check_job_dir, job_dir_warnings
 from ._submit.rules import validate_destination
 from ._templating.catalogue import Line, search_path, template_set
 from ._templating.context import checked, template_context
@@ -128,9 +129,11 @@ def render_checked(
 
 
 def _warn(found: list[Violation]) -> None:
-    """Python callers get the warnings the CLI prints as :class:`OtelConfigWarning`."""
+    """Python callers get the warnings the CLI prints: :class:`OtelConfigWarning` for the job
+    directory, :class:`CollectorConfigWarning` for the config's own findings."""
     for violation in found:
-        warnings.warn(OtelConfigWarning(violation), stacklevel=3)
+        kind = OtelConfigWarning if violation.path == JOB_DIR_KEY else CollectorConfigWarning
+        warnings.warn(kind(violation), stacklevel=3)
 
 
 def render_collector_config(

@@ -11,10 +11,11 @@ from __future__ import annotations
 import functools
 import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._common.errors import CollectorConfigError, Violation
+from .._common.errors import CollectorConfigError, CollectorConfigWarning, Violation, dotted
 from .._common.json_schema import violations as schema_violations
 from .._common.resources import load_schema
 from .._templating.catalogue import Line, search_path, template_set
@@ -39,6 +40,90 @@ def component_signals(schema_name: str) -> dict[str, frozenset[str]]:
             if found and "x-signals" in target:
                 signals[found[1]] = frozenset(target["x-signals"])
     return signals
+
+
+@functools.cache
+def deprecated_names(schema_name: str) -> dict[tuple[str, str], str]:
+    """(section, old type) -> the new type, for the aliases a line's collectors still load with a
+    warning (``x-deprecated`` in its generated schema, from each component's metadata.yaml)."""
+    found = {}
+    for section, body in load_schema(schema_name).get("properties", {}).items():
+        for pattern, target in (body.get("patternProperties") or {}).items():
+            match = _TYPE.match(pattern)
+            if match and "x-deprecated" in target:
+                found[section, match[1]] = target["x-deprecated"]
+    return found
+
+
+def _canonical(config: Mapping[str, Any], schema_name: str) -> tuple[Any, dict[str, str]]:
+    """``config`` with every deprecated alias renamed to its new type (definitions, pipelines,
+    ``service.extensions``), so the graph and tenant rules judge one name; and new id -> the id
+    as written, to name it in messages. Each alias is warned of, with the new name."""
+    aliases = deprecated_names(schema_name)
+    renamed: dict[str, str] = {}
+    sections = {}
+    for section, body in config.items():
+        if not isinstance(body, Mapping) or section == "service":
+            continue
+        entries = {}
+        for component_id, value in body.items():
+            kind, slash, name = str(component_id).partition("/")
+            new = aliases.get((section, kind))
+            if new is not None and f"{new}{slash}{name}" not in body:
+                target = f"{new}{slash}{name}"
+                renamed[target] = component_id
+                warnings.warn(
+                    CollectorConfigWarning(
+                        Violation(
+                            dotted([section, component_id]),
+                            f"'{kind}' is the deprecated name of '{new}'; rename it to "
+                            f"'{target}' (this line's collectors load the old name with a "
+                            "warning, and a later release removes it)",
+                        )
+                    ),
+                    stacklevel=4,
+                )
+                entries[target] = value
+            else:
+                entries[component_id] = value
+        sections[section] = entries
+    if not renamed:
+        return config, {}
+    back = {old: new for new, old in renamed.items()}
+    canonical = {**config, **sections}
+    service = config.get("service")
+    if isinstance(service, Mapping):
+        canonical["service"] = _renamed_service(service, back)
+    return canonical, renamed
+
+
+def _renamed_service(service: Mapping[str, Any], back: Mapping[str, str]) -> dict[str, Any]:
+    def rename(refs: Any) -> Any:
+        return [back.get(ref, ref) for ref in refs] if isinstance(refs, list) else refs
+
+    out = dict(service)
+    if "extensions" in service:
+        out["extensions"] = rename(service["extensions"])
+    pipelines = service.get("pipelines")
+    if isinstance(pipelines, Mapping):
+        out["pipelines"] = {
+            pipeline_id: (
+                {role: rename(refs) for role, refs in pipeline.items()}
+                if isinstance(pipeline, Mapping)
+                else pipeline
+            )
+            for pipeline_id, pipeline in pipelines.items()
+        }
+    return out
+
+
+def _as_written(violation: Violation, renamed: Mapping[str, str]) -> Violation:
+    """A violation found on the canonical config, with the ids as the config writes them."""
+    path, message = violation.path, violation.message
+    for new, old in renamed.items():
+        path = re.sub(rf"(?<![\w/]){re.escape(new)}(?![\w/])", old, path)
+        message = message.replace(f"'{new}'", f"'{old}'")
+    return Violation(path, message)
 
 
 def check_collector_config(
@@ -66,12 +151,18 @@ def check_collector_config(
         if problems:
             problems += scan.expansions
         else:
+            canonical, renamed = _canonical(config, line.schema)
+            back = {old: new for new, old in renamed.items()}
+            sites = [
+                [*p[:1], back.get(p[1], p[1]), *p[2:]] if len(p) > 1 else p
+                for p in scan.token_sites
+            ]
+            found = [
+                *graph_violations(canonical, line.names, component_signals(line.schema)),
+                *(tenant_violations(canonical, sites, policy) if tenant else ()),
+            ]
             problems = sorted(
-                {
-                    *scan.expansions,
-                    *graph_violations(config, line.names, component_signals(line.schema)),
-                    *(tenant_violations(config, scan.token_sites, policy) if tenant else ()),
-                },
+                {*scan.expansions, *(_as_written(v, renamed) for v in found)},
                 key=lambda v: v.path,
             )
     if problems:
@@ -94,8 +185,9 @@ def validate_collector_config(
     """Check collector YAML against the schema of the line for ``collector_version``, the graph
     rules, and (unless ``tenant_rules`` is false) the token and tenant rules for the token in
     ``token_env``, listening on ``listen_host``, sending (when given) only to ``endpoint``, over
-    plain ``http://`` off the node only with ``allow_plain_http``. Returns the warnings of a
-    valid config (components no pipeline uses), as :class:`Violation` s.
+    plain ``http://`` off the node only with ``allow_plain_http``. The warnings of a valid config
+    (deprecated names, components no pipeline uses) are raised as
+    :class:`CollectorConfigWarning`; those of the config itself are also returned as data.
 
     None checks against the newest line. The lines are those rendering sees: ``template_dirs``
     (else ``NEMO_GYM_OTEL_TEMPLATE_PATH``) before the built-in ones. Raises :class:`CollectorConfigError` with every
@@ -110,4 +202,7 @@ def validate_collector_config(
     policy = (
         TenantPolicy(token_env, listen_host, endpoint, allow_plain_http) if tenant_rules else None
     )
-    return check_collector_config(parsed, line, source, policy)
+    found = check_collector_config(parsed, line, source, policy)
+    for violation in found:  # raised like the deprecated names' warnings, and returned as data
+        warnings.warn(CollectorConfigWarning(violation), stacklevel=2)
+    return found

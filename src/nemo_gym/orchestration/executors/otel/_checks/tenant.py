@@ -347,12 +347,20 @@ def _telemetry_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
             )
 
 
+# Keys under a receiver or extension whose endpoints the collector connects to, not binds: the
+# prometheus receiver's scrape config and its target allocator (the address it polls).
+_CLIENT_KEYS = frozenset({"config", "target_allocator"})
+# A Unix socket binds no network interface (confignet's transport types for a path endpoint).
+_UNIX_TRANSPORTS = frozenset({"unix", "unixgram", "unixpacket"})
+
+
 def _endpoints(node: Any, path: list[Any]) -> Iterator[tuple[list[Any], str]]:
     if isinstance(node, Mapping):
         for key, value in node.items():
             if key == "endpoint" and isinstance(value, str):
-                yield [*path, key], value
-            elif key != "config":  # the prometheus receiver's scrape config binds nothing
+                if node.get("transport") not in _UNIX_TRANSPORTS:
+                    yield [*path, key], value
+            elif key not in _CLIENT_KEYS:
                 yield from _endpoints(value, [*path, key])
     elif isinstance(node, list):
         for index, item in enumerate(node):

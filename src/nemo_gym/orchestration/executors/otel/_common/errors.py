@@ -84,10 +84,17 @@ class CollectorConfigError(OtelConfigError):
 
 
 class OtelConfigWarning(UserWarning):
-    """Something that works but is likely not what was meant (a component no pipeline uses, a
-    job directory outside ``job.output_path``); raised through :mod:`warnings` for Python
-    callers, printed as ``warning:`` lines by the CLI. ``violation`` holds it as data."""
+    """Something that works but is likely not what was meant (a job directory outside
+    ``job.output_path``, and the collector-config findings below); raised through
+    :mod:`warnings` for Python callers, printed as ``warning:`` lines by the CLI. ``violation``
+    holds it as data."""
 
     def __init__(self, violation: Violation) -> None:
         super().__init__(str(violation))
         self.violation = violation
+
+
+class CollectorConfigWarning(OtelConfigWarning):
+    """Something the collector accepts but this package advises against (a deprecated component
+    name, a component no pipeline uses): ``violation`` holds its path and the fix. ``validate``
+    prints it and exits 0."""
