@@ -1,5 +1,6 @@
-"""The filter processor's exclusive settings, as its own Validate and Unmarshal refuse them
-(processor/filterprocessor/config.go, v0.161.0): one message naming the key and the way out."""
+"""Exclusive settings of the filter and transform processors, as their own Validate and
+Unmarshal refuse them (processor/filterprocessor/config.go, processor/transformprocessor/
+config.go, v0.161.0): one message naming the key and the way out."""
 
 from __future__ import annotations
 
@@ -69,3 +70,19 @@ def test_exclusive_filter_settings_are_refused(body: str, path: str, says: str) 
 )
 def test_one_style_at_a_time_is_accepted(body: str) -> None:
     _check(body)
+
+
+def test_transform_statements_in_two_styles_are_refused() -> None:
+    body = (
+        "log_statements:\n  - 'set(log.body, \"x\")'\n  - context: log\n"
+        "    statements: ['set(body, \"y\")']"
+    )
+    text = PIPELINE.replace("filter/x", "transform/x").format(
+        body="\n".join("    " + line for line in body.splitlines())
+    )
+    with pytest.raises(CollectorConfigError) as caught:
+        validate_collector_config(text, collector_version="0.161.0")
+    assert any(
+        v.path == "processors.transform/x.log_statements" and "use one style per list" in v.message
+        for v in caught.value.violations
+    ), caught.value
