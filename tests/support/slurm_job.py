@@ -29,7 +29,7 @@ from nemo_gym.orchestration.executors.otel import (
 )
 
 from .e2e_backend import OtlpBackend, RoutingProxy
-from .e2e_job import TOKEN_ENV, Result, _require_free
+from .e2e_job import TOKEN_ENV, Job, Result, _require_free
 from .e2e_services import FixtureExposition
 from .slurm_cluster import Watcher, submit
 from .slurm_script import JOB_TIME_LIMIT_MINUTES, LATE_REPORT, SERVICES, Scenario, batch_script
@@ -95,6 +95,39 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
 
 
+def recorded_outcome(
+    work: Path,
+    job: Job,
+    config_path: Path,
+    collector_log: Path,
+    destinations: tuple[OtlpBackend, RoutingProxy],
+    job_id: str,
+    exporters: dict[str, str],
+) -> tuple[dict[str, str], Result | None]:
+    """What the batch script recorded (exit statuses, clock readings) and, when the driver
+    ran, the ``Result`` of the job for the e2e checks. ``exporters``: scraped service name to
+    the fixture it served."""
+    status = dict(line.split("=", 1) for line in _read(work / "status").splitlines() if "=" in line)
+    if not (work / "driver.json").exists():
+        return status, None
+    report = json.loads(_read(work / "driver.json"))
+    backend, proxy = destinations
+    return status, Result(
+        job=job,
+        job_dir=config_path.parent.parent,
+        otel_dir=config_path.parent,
+        config_path=config_path,
+        collector_log=collector_log,
+        exit_code=int(status.get("stop", "-1")),
+        sent=report["sent"],
+        backend=backend,
+        proxy=proxy,
+        model=ServedTraffic(report["served"]["prompt_tokens_total"], report["served"]["requests"]),
+        exporters={name: FixtureExposition(fixture) for name, fixture in exporters.items()},
+        slurm_job_id=job_id,
+    )
+
+
 def run_slurm_job(
     work: Path,
     output_path: Path,
@@ -145,30 +178,15 @@ def run_slurm_job(
     on_stop = proxy.become_black_hole if scenario.black_hole_at_stop else (lambda: None)
     watcher = Watcher(job_id, job.token, work / "stopping", on_stop)
     watcher.wait_finished(JOB_TIME_LIMIT_MINUTES * 60 + 60)
-    status = dict(line.split("=", 1) for line in _read(work / "status").splitlines() if "=" in line)
-    result = None
-    if (work / "driver.json").exists():
-        report = json.loads(_read(work / "driver.json"))
-        result = Result(
-            job=job,
-            job_dir=job_dir,
-            otel_dir=config_path.parent,
-            config_path=config_path,
-            collector_log=Path(step.log_path),
-            exit_code=int(status.get("stop", "-1")),
-            sent=report["sent"],
-            backend=backend,
-            proxy=proxy,
-            model=ServedTraffic(
-                report["served"]["prompt_tokens_total"], report["served"]["requests"]
-            ),
-            exporters={
-                name: FixtureExposition(fixture)
-                for name, fixture in SERVICES.items()
-                if fixture is not None
-            },
-            slurm_job_id=job_id,
-        )
+    status, result = recorded_outcome(
+        work,
+        job,
+        config_path,
+        Path(step.log_path),
+        (backend, proxy),
+        job_id,
+        {name: fixture for name, fixture in SERVICES.items() if fixture is not None},
+    )
     return SlurmRun(
         scenario=scenario,
         job_id=job_id,

@@ -13,7 +13,6 @@ report must name while the rest of the data stays complete.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -32,10 +31,10 @@ from nemo_gym.orchestration.executors.otel import (
 
 from .e2e_backend import OtlpBackend, RoutingProxy
 from .e2e_job import TOKEN_ENV, Job, Result
-from .e2e_services import FixtureExposition
 from .slurm_cluster import Watcher
-from .slurm_job import DRIVER_ENV_EXTRA, HEALTH_TIMEOUT_SECONDS, ServedTraffic, _read
+from .slurm_job import DRIVER_ENV_EXTRA, HEALTH_TIMEOUT_SECONDS, _read, recorded_outcome
 from .slurm_multi import CONTROLLER_ADDRESS, multi_env, submit
+from .slurm_script import driver_command
 
 TESTS = helpers.REPO / "tests"
 POOLS = {"main": ("n1",), "judge": ("n2", "n3")}
@@ -109,24 +108,7 @@ def batch_script(scenario: MultiScenario, work: Path, driver_env: dict[str, str]
                 kind = ["fixture", f"{name}-{node}", f"--fixture={fixture}"]
                 services.append(_srun(group, node, name, _service(work, kind, PORTS[name])))
     local = ["policy", *(f"{n}-n1" for n in EXPORTERS if "n1" in scenario.exporters_on)]
-    driver = " ".join(
-        shlex.quote(a)
-        for a in [
-            sys.executable,
-            "-m",
-            "support.slurm_driver",
-            "--control-dir",
-            str(work / "control"),
-            "--services",
-            ",".join(local),
-            "--model",
-            "policy",
-            "--report",
-            str(work / "driver.json"),
-            "--gym-job-id",
-            scenario.job.gym_job_id,
-        ]
-    )
+    driver = driver_command(work, scenario.job, local)
     exports = "\n".join(f"    export {k}={shlex.quote(v)}" for k, v in driver_env.items())
     return f"""#!/bin/bash
 #SBATCH --job-name=gym-otel-multi-{scenario.name}
@@ -201,29 +183,15 @@ def run_multi_node_job(
     job_id = submit(script, env)
     watcher = Watcher(job_id, job.token, work / "never", lambda: None, multi_env())
     watcher.wait_finished(JOB_TIME_LIMIT_MINUTES * 60 + 60)
-    status = dict(line.split("=", 1) for line in _read(work / "status").splitlines() if "=" in line)
-    result = None
-    if (work / "driver.json").exists():
-        report = json.loads(_read(work / "driver.json"))
-        result = Result(
-            job=job,
-            job_dir=job_dir,
-            otel_dir=config_path.parent,
-            config_path=config_path,
-            collector_log=Path(step.log_path),
-            exit_code=int(status.get("stop", "-1")),
-            sent=report["sent"],
-            backend=backend,
-            proxy=proxy,
-            model=ServedTraffic(
-                report["served"]["prompt_tokens_total"], report["served"]["requests"]
-            ),
-            exporters={
-                "judge": FixtureExposition(JUDGE_FIXTURE),
-                **{name: FixtureExposition(f) for name, f in EXPORTERS.items()},
-            },
-            slurm_job_id=job_id,
-        )
+    status, result = recorded_outcome(
+        work,
+        job,
+        config_path,
+        Path(step.log_path),
+        (backend, proxy),
+        job_id,
+        {"judge": JUDGE_FIXTURE, **EXPORTERS},
+    )
     return MultiRun(
         scenario=scenario,
         job_id=job_id,

@@ -64,6 +64,29 @@ def _quoted(values: list[str] | tuple[str, ...]) -> str:
     return " ".join(shlex.quote(v) for v in values)
 
 
+def driver_command(work: Path, job: Job, services: list[str]) -> str:
+    """The driver step's command (``slurm_driver.py``): it waits for ``services`` (steps on its
+    own node: their control ports are on its loopback), sends the policy its traffic, runs the
+    producers and reports into ``work``."""
+    return _quoted(
+        [
+            sys.executable,
+            "-m",
+            "support.slurm_driver",
+            "--control-dir",
+            str(work / "control"),
+            "--services",
+            ",".join(services),
+            "--model",
+            "policy",
+            "--report",
+            str(work / "driver.json"),
+            "--gym-job-id",
+            job.gym_job_id,
+        ]
+    )
+
+
 def batch_script(
     scenario: Scenario,
     work: Path,
@@ -86,20 +109,7 @@ def batch_script(
             f"--control-dir={control_dir} &"
         )
     exports = "\n".join(f"export {k}={shlex.quote(v)}" for k, v in driver_env.items())
-    driver = _quoted(
-        [
-            "--control-dir",
-            str(work / "control"),
-            "--services",
-            ",".join(SERVICES),
-            "--model",
-            "policy",
-            "--report",
-            str(work / "driver.json"),
-            "--gym-job-id",
-            scenario.job.gym_job_id,
-        ]
-    )
+    driver = driver_command(work, scenario.job, list(SERVICES))
     stop = "otel_collector_stop"
     if scenario.stop != "fragment":
         late = shlex.quote(str(work / LATE_REPORT))
@@ -146,7 +156,7 @@ if [[ $(tail -n 1 {status}) != start=0 ]]; then
 fi
 (
 {textwrap.indent(exports, " " * 4)}
-    srun --overlap --nodes=1 --ntasks=1 --job-name=driver --export=ALL {python} -m support.slurm_driver {driver}
+    srun --overlap --nodes=1 --ntasks=1 --job-name=driver --export=ALL {driver}
 )
 record driver $?
 record stop_began "$(date +%s.%N)"
