@@ -235,7 +235,7 @@ def test_no_token_in_cleartext_off_the_node(url: str, refused: bool) -> None:
     ("metrics", "path"),
     [
         ({"level": "basic"}, "service.telemetry.metrics"),
-        (None, "service.telemetry.metrics"),
+        (None, "service.telemetry.metrics"),  # a block without metrics
         (
             {
                 "level": "basic",
@@ -251,7 +251,7 @@ def test_no_token_in_cleartext_off_the_node(url: str, refused: bool) -> None:
             "service.telemetry.metrics.readers[0].pull",
         ),
     ],
-    ids=["level-without-readers", "absent", "pull-reader", "pull-reader-other-port"],
+    ids=["level-without-readers", "no-metrics", "pull-reader", "pull-reader-other-port"],
 )
 def test_a_telemetry_block_binding_a_port_is_refused(metrics: Any, path: str) -> None:
     doc = _golden()
@@ -262,6 +262,15 @@ def test_a_telemetry_block_binding_a_port_is_refused(metrics: Any, path: str) ->
         telemetry["metrics"] = metrics
     errors = _errors(doc)
     assert any(e.startswith(f"{path}: ") and "bind no port" in e for e in errors), errors
+
+
+def test_a_config_without_a_telemetry_block_passes_with_a_warning() -> None:
+    """Hand-written configs often have none; the collector then binds localhost:8888: said."""
+    doc = _golden()
+    del doc["service"]["telemetry"]
+    warnings = validate_collector_config(yaml.safe_dump(doc))
+    assert [w.path for w in warnings] == ["service"]
+    assert "localhost:8888" in warnings[0].message
 
 
 def test_a_pushing_telemetry_reader_binds_nothing_and_passes() -> None:

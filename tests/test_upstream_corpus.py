@@ -76,7 +76,6 @@ def test_the_wrapping_rule() -> None:
     )
     doc = upstream.wrap(component, "batch/x", {"timeout": "1s"})
     assert doc["processors"] == {"batch/x": {"timeout": "1s"}}
-    assert doc["service"]["telemetry"] == {"metrics": {"level": "none"}}  # binds no port
     assert doc["service"]["pipelines"] == {
         "traces": {"receivers": ["otlp"], "processors": ["batch/x"], "exporters": ["debug"]}
     }

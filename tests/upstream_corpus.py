@@ -29,8 +29,7 @@ processor sits between ``otlp`` and ``debug``, an exporter takes ``otlp``'s data
 is the exporter of a pipeline fed by ``otlp`` and the receiver of one that feeds ``debug`` (its
 first signal pair), an extension is listed in ``service.extensions`` beside an
 ``otlp`` -> ``debug`` pipeline. When the component is ``otlp`` or ``debug`` itself, it takes
-that place. The collector's own metrics are off (``service.telemetry.metrics.level: none``), as
-in every rendering: a collector that binds ``localhost:8888`` is refused by the package.
+that place.
 
 **The judges.** The package: ``validate_collector_config(text, <manifest's dist.version>)``,
 token and tenant rules on. The collector: the manifest's binary (``tools/build-otelcol``) runs
@@ -239,9 +238,7 @@ def wrap(component: Component, component_id: str, body: Any) -> dict[str, Any]:
             config["extensions"] = {component_id: body}
             extensions.append(component_id)
         pipelines[signal] = pipeline
-    # The collector's own metrics off, as in every rendering: otherwise it binds localhost:8888,
-    # which the package refuses (issue 17) and validate does not look at.
-    service: dict[str, Any] = {"telemetry": {"metrics": {"level": "none"}}, "pipelines": pipelines}
+    service: dict[str, Any] = {"pipelines": pipelines}
     if extensions:
         service["extensions"] = extensions
     return {"receivers": receivers, **config, "exporters": exporters, "service": service}

@@ -21,7 +21,7 @@ from .._common.resources import load_schema
 from .._templating.catalogue import Line, search_path, template_set
 from .graph import graph_violations, scan_config, unused_components
 from .secrets import credential_references
-from .tenant import TenantPolicy, tenant_violations
+from .tenant import TenantPolicy, telemetry_warnings, tenant_violations
 
 # The only variables a config may expand besides the token's: the job id, known only in the job.
 JOB_ID_ENV = "SLURM_JOB_ID"
@@ -131,7 +131,8 @@ def check_collector_config(
 ) -> list[Violation]:
     """Raise :class:`CollectorConfigError` listing every problem of a parsed config, judged by
     ``line``'s schema and component names and by the token and tenant rules of ``policy``;
-    return the warnings of a config that passes (components no pipeline uses).
+    return the warnings of a config that passes (components no pipeline uses, no telemetry
+    block).
 
     Without a policy only the shape and the graph are judged (``graph`` draws a config whose
     token goes astray, to show where); every rendering and ``validate`` pass one."""
@@ -167,7 +168,7 @@ def check_collector_config(
             )
     if problems:
         raise CollectorConfigError(problems, source)
-    return unused_components(config)
+    return [*unused_components(config), *(telemetry_warnings(config) if tenant else ())]
 
 
 def validate_collector_config(

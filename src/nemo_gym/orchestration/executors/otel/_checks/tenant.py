@@ -18,8 +18,9 @@ travels twice, and a config is safe only when
   a rename, a span-metrics dimension would carry the token elsewhere);
 - no listener (receiver or extension endpoint) binds wider than ``otel.listen_host``: the
   collector stamps the tenant's token on whatever it receives;
-- the collector's own telemetry binds no port at all (by default its metrics take
-  ``localhost:8888``, and a busy node's collector then refuses to start);
+- the collector's telemetry block binds no port at all (by default its metrics take
+  ``localhost:8888``, and a busy node's collector then refuses to start; a config without the
+  block is warned of);
 - when the backend's URL is known (``otel.endpoint``), every OTLP/HTTP exporter sends there;
 - no credential is written as text and the token never travels in cleartext (:mod:`.secrets`).
 
@@ -315,10 +316,27 @@ _TELEMETRY_PORT_FIX = (
 )
 
 
+def telemetry_warnings(config: Mapping[str, Any]) -> list[Violation]:
+    """A config with no ``service.telemetry`` at all (hand-written; every rendering has the
+    block) binds ``localhost:8888`` too: said, not refused."""
+    if "telemetry" in _section(config, "service"):
+        return []
+    return [
+        Violation(
+            "service",
+            "has no telemetry block, so the collector serves its own metrics on localhost:8888 "
+            "and refuses to start where that port is taken; add telemetry: {metrics: {level: none}}",
+        )
+    ]
+
+
 def _telemetry_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
-    """The collector's own metrics bind ``localhost:8888`` unless their level is ``none`` or
-    every reader pushes; a pull reader or an ``address`` binds a port of its own."""
+    """A telemetry block binds nothing: the collector's own metrics take ``localhost:8888``
+    unless their level is ``none`` or every reader pushes; a pull reader or an ``address``
+    binds a port of its own."""
     service = _section(config, "service")
+    if "telemetry" not in service:
+        return  # no block at all: a warning (telemetry_warnings), as for a hand-written config
     telemetry = service.get("telemetry")
     metrics = telemetry.get("metrics") if isinstance(telemetry, Mapping) else None
     if isinstance(metrics, Mapping) and metrics.get("level") == "none":
