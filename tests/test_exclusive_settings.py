@@ -45,12 +45,28 @@ def _check(body: str) -> None:
             "resource and log_record cannot be used beside include or exclude",
         ),
         (
+            "log_conditions:\n  -\n  - 'log.body == \"y\"'",
+            "processors.filter/x.log_conditions[0]",
+            "is empty; write a condition or remove the entry",
+        ),
+        (
+            "spans:\n  exclude: {match_type: regexp}",
+            "processors.filter/x.spans.exclude",
+            "names nothing to match spans on",
+        ),
+        (
             "log_conditions:\n  - context: log\n    conditions: ['body == \"x\"']\n  - 'log.body == \"y\"'",
             "processors.filter/x.log_conditions",
             "holds condition strings and groups with a context; use one style per list",
         ),
     ],
-    ids=["inferred-beside-per-context", "per-context-beside-include", "mixed-styles"],
+    ids=[
+        "inferred-beside-per-context",
+        "per-context-beside-include",
+        "empty-condition",
+        "span-matcher-matching-nothing",
+        "mixed-styles",
+    ],
 )
 def test_exclusive_filter_settings_are_refused(body: str, path: str, says: str) -> None:
     with pytest.raises(CollectorConfigError) as caught:
