@@ -308,6 +308,23 @@ _LOST = (
             True,
             True,
         ),
+        (
+            "Error: "
+            + _LOST.format(host="localhost").replace(
+                "dial tcp 127.0.0.1:4318: connect: connection refused",
+                "write tcp 127.0.0.1:40112->127.0.0.1:4318: write: broken pipe",
+            ),
+            True,
+            True,
+        ),
+        (
+            "Error: "
+            + _LOST.format(host="localhost").replace(
+                "connect: connection refused", "connect: no route to host"
+            ),
+            True,
+            False,
+        ),
         ("Error: " + _LOST.format(host="localhost"), False, False),  # no report: a real failure
         ("Error: " + _LOST.format(host="10.0.0.9"), True, False),  # not its own receiver
         (

@@ -145,6 +145,8 @@ def config_mapping(job: Job, output_path: Path, endpoint: str, binary: str) -> d
     otel = mapping["otel"]
     otel["binary"] = binary
     otel["health_check_timeout_seconds"] = HEALTH_TIMEOUT_SECONDS
+    # The test backend answers plain HTTP on the cluster's bridge, off the collector's node.
+    otel["allow_plain_http"] = True
     # The default interval, as in production (see slurm_job.run_slurm_job).
     del otel["scrape_interval_seconds"]
     mapping["driver"]["env"] = DRIVER_ENV_EXTRA

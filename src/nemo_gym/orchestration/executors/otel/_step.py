@@ -182,7 +182,9 @@ def collector_step_script(
     # failure from any other by the collector's last log line, and reports a clean stop.
     lost_reading = (
         f"    local cause={q(_LOST_READING.format(endpoint=delivery_report_endpoint(config.otel.listen_host)))}\n"
-        '    [[ "$line" == *"$cause"*": connect: connection refused" && "$line" != *";"* ]]\n'
+        '    [[ "$line" == *"$cause"* && "$line" != *";"* ]] || return 1\n'
+        '    [[ "$line" == *": connect: connection refused" || "$line" == *": write: broken pipe" ||\n'
+        '        "$line" == *": read: connection reset by peer" ]]\n'
         if config.otel.delivery_report
         else "    return 1\n"
     )
@@ -212,10 +214,12 @@ def collector_step_script(
 
 # The error both lines end with when only the delivery report's last push failed; before it the
 # current line writes "Error: ", the legacy line a time stamp and "collector server run finished
-# with error: ". A "; " would join another error to it.
+# with error: ". A "; " would join another error to it. The push fails on its own receiver, closed
+# by then: refused when it connects, or a broken pipe or a reset when the receiver closes the
+# connection under it (each seen on the real collector).
 _LOST_READING = (
     "failed to shutdown service after error: failed to shutdown meter provider: "
-    'failed to upload metrics: Post "{endpoint}": dial tcp '
+    'failed to upload metrics: Post "{endpoint}": '
 )
 
 _FRAGMENT = """\
