@@ -48,7 +48,7 @@ from nemo_gym.orchestration.executors.otel import (
     OTLP_HTTP_PORT,
     write_collector_config,
 )
-from nemo_gym.orchestration.executors.otel._pipeline import render_unchecked
+from nemo_gym.orchestration.executors.otel._render.rendering import render_unchecked
 
 from ._otlp_sink import SIGNALS, CountingBackend, FileCounter
 from ._stats import Sample

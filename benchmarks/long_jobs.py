@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from nemo_gym.orchestration.executors.otel import OTLP_HTTP_PORT
-from nemo_gym.orchestration.executors.otel._delivery_report import signal_files
+from nemo_gym.orchestration.executors.otel._job_dir.delivery_report import signal_files
 
 from ._otlp_sink import SIGNALS
 from .collector_load import (

@@ -70,7 +70,7 @@ from nemo_gym.orchestration.executors.otel import (
     collector_step_script,
     write_collector_config,
 )
-from nemo_gym.orchestration.executors.otel._delivery_report import signal_files
+from nemo_gym.orchestration.executors.otel._job_dir.delivery_report import signal_files
 
 from ._expositions import CPU_MODES, CPUS, DCGM_FIELDS, GPUS, dcgm_exporter, node_exporter
 from .collector_load import MIB, Sampler, _slices, collector_binary

@@ -8,7 +8,7 @@ from pathlib import Path
 import helpers
 import yaml
 
-from nemo_gym.orchestration.executors.otel._checks.mermaid import pipeline_mermaid
+from nemo_gym.orchestration.executors.otel._views.mermaid import pipeline_mermaid
 
 README = helpers.REPO / "README.md"
 COMMAND = ("graph", "--config", "examples/submit.yaml", "--benchmark", "aime25")
@@ -20,7 +20,7 @@ _BLOCK = re.compile(
 LEAKY = """\
 receivers: {otlp: {protocols: {grpc: null}}}
 processors:
-  resource/tenant: {attributes: [{key: Authorization, value: secret, action: upsert}]}
+  resource/tenant: {attributes: [{key: Authorization, value: "${env:OTEL_TOKEN}", action: upsert}]}
   batch: null
 connectors: {forward/a: null, forward/b: null}
 exporters: {otlp_http/backend: {endpoint: "https://x.example"}, file/logs: {path: /tmp/l}}
@@ -52,7 +52,7 @@ def test_the_readme_holds_the_built_in_graph() -> None:
 
 def test_the_tenant_path_is_marked_through_connectors() -> None:
     """The tenant attribute set in ingest reaches the file exporter too: the graph shows it."""
-    mermaid = pipeline_mermaid(yaml.safe_load(LEAKY))
+    mermaid = pipeline_mermaid(yaml.safe_load(LEAKY), "OTEL_TOKEN")
     assert _marked(mermaid) == {
         "p_logs_ingest_1",
         "c_forward_a",
@@ -77,9 +77,9 @@ def test_graph_of_a_file_and_usage_errors(tmp_path: Path) -> None:
     path.write_text(LEAKY, encoding="utf-8")
     result = helpers.run_cli("graph", path, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == pipeline_mermaid(yaml.safe_load(LEAKY))
+    assert result.stdout == pipeline_mermaid(yaml.safe_load(LEAKY), "OTEL_TOKEN")
     # Drawn, and the tenant rules it breaks are named: the token reaches the files.
-    assert "warning: service.pipelines.logs/backend.exporters.otlp_http/backend: " in result.stderr
+    assert "warning: service.pipelines.logs/files.exporters.file/logs: gets data carrying the tenant" in result.stderr
     both = helpers.run_cli("graph", path, "--config", helpers.EXAMPLE, cwd=tmp_path)
     assert both.returncode == 2
     neither = helpers.run_cli("graph", cwd=tmp_path)

@@ -28,7 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # what type checkers see of the table below (tests/test_api.py compares them)
     from typing import Any
 
-    from ._checks.collector import validate_collector_config
+    from ._checks.collector_config import validate_collector_config
     from ._common.errors import (
         CollectorConfigError,
         CollectorConfigWarning,
@@ -38,8 +38,12 @@ if TYPE_CHECKING:  # what type checkers see of the table below (tests/test_api.p
         TemplateError,
         Violation,
     )
-    from ._pipeline import collector_config_path, render_collector_config, write_collector_config
-    from ._step import CollectorStep, collector_step, collector_step_script
+    from ._render.rendering import (
+        collector_config_path,
+        render_collector_config,
+        write_collector_config,
+    )
+    from ._step.collector_step import CollectorStep, collector_step, collector_step_script
     from ._submit.config import SubmitConfig
     from ._submit.driver_env import driver_telemetry_env, merged_driver_env
     from ._submit.rules import (
@@ -67,15 +71,15 @@ _LAZY = {
     "scrape_targets": ("_templating.context", "scrape_targets"),
     "_policy_model_name": ("_templating.context", "policy_model_name"),
     # stage 3, checks
-    "validate_collector_config": ("_checks.collector", "validate_collector_config"),
-    # stage 4, the pipeline: render, parse, check, write
-    "collector_config_path": ("_pipeline", "collector_config_path"),
-    "render_collector_config": ("_pipeline", "render_collector_config"),
-    "write_collector_config": ("_pipeline", "write_collector_config"),
+    "validate_collector_config": ("_checks.collector_config", "validate_collector_config"),
+    # stage 4, rendering: render, parse, check, write
+    "collector_config_path": ("_render.rendering", "collector_config_path"),
+    "render_collector_config": ("_render.rendering", "render_collector_config"),
+    "write_collector_config": ("_render.rendering", "write_collector_config"),
     # stage 5, the executor's collector job step
-    "CollectorStep": ("_step", "CollectorStep"),
-    "collector_step": ("_step", "collector_step"),
-    "collector_step_script": ("_step", "collector_step_script"),
+    "CollectorStep": ("_step.collector_step", "CollectorStep"),
+    "collector_step": ("_step.collector_step", "collector_step"),
+    "collector_step_script": ("_step.collector_step", "collector_step_script"),
     # errors, raised by every stage
     "OtelConfigError": ("_common.errors", "OtelConfigError"),
     "SubmitConfigError": ("_common.errors", "SubmitConfigError"),

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._common.errors import Violation, dotted
-from .._common.yaml_keys import non_string_key
+from .._common.non_string_keys import non_string_key
 
 SECTIONS = ("receivers", "processors", "exporters", "connectors", "extensions")
 _ROLE_SECTIONS = {
@@ -143,9 +143,14 @@ def _expansions(text: str, path: list[Any], allowed_env: frozenset[str], scan: S
     return names
 
 
-def _pipelines(config: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
-    service = config.get("service") or {}
-    return service.get("pipelines") or {}
+def pipelines_of(config: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
+    """``service.pipelines`` by id, each a mapping; whatever else is written there is the
+    schema's to report, and the graph rules, the tenant rules and the graph view skip it."""
+    service = config.get("service")
+    pipelines = service.get("pipelines") if isinstance(service, Mapping) else None
+    if not isinstance(pipelines, Mapping):
+        return {}
+    return {pid: body for pid, body in pipelines.items() if isinstance(body, Mapping)}
 
 
 def _reference_violations(
@@ -159,7 +164,7 @@ def _reference_violations(
                 dotted(["service", "extensions", str(ext)]),
                 f"extension {ext!r} is not defined; add it under extensions or remove it here",
             )
-    for pipeline_id, pipeline in _pipelines(config).items():
+    for pipeline_id, pipeline in pipelines_of(config).items():
         signal = signal_of(pipeline_id)
         for role, sections in _ROLE_SECTIONS.items():
             seen: set[str] = set()
@@ -192,7 +197,7 @@ def _connector_violations(
     connectors = set((config.get("connectors") or {}).keys())
     as_exporter: dict[str, set[str]] = {c: set() for c in connectors}
     as_receiver: dict[str, set[str]] = {c: set() for c in connectors}
-    for pipeline_id, pipeline in _pipelines(config).items():
+    for pipeline_id, pipeline in pipelines_of(config).items():
         for ref in (pipeline or {}).get("exporters") or []:
             if ref in connectors:
                 as_exporter[ref].add(signal_of(pipeline_id))
@@ -233,7 +238,7 @@ def connector_readers(config: Mapping[str, Any]) -> dict[str, list[str]]:
     """Connector id -> the pipelines that receive from it: the edges that leave a connector,
     found once (the cycle rule and the tenant paths follow them)."""
     readers: dict[str, list[str]] = {c: [] for c in (config.get("connectors") or {})}
-    for pipeline_id, pipeline in _pipelines(config).items():
+    for pipeline_id, pipeline in pipelines_of(config).items():
         for ref in (pipeline or {}).get("receivers") or []:
             if ref in readers:
                 readers[ref].append(pipeline_id)
@@ -249,7 +254,7 @@ def _cycle_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
     Found by a depth-first walk kept on an explicit stack (a chain of thousands of connectors is
     no reason for a RecursionError), over edges found through each connector's receiving
     pipelines (linear in the references, whatever the number of pipelines)."""
-    pipelines = _pipelines(config)
+    pipelines = pipelines_of(config)
     receiving = connector_readers(config)
     feeds: dict[str, list[str]] = {}
     for pipeline_id, pipeline in pipelines.items():
@@ -333,7 +338,7 @@ def unused_components(config: Mapping[str, Any]) -> list[Violation]:
     The collector ignores them without a word, so a filter meant to drop data, or an exporter
     meant to receive it, silently does nothing: a warning, since the config still works."""
     used: set[str] = set()
-    for pipeline in _pipelines(config).values():
+    for pipeline in pipelines_of(config).values():
         for role in _ROLE_SECTIONS:
             used.update(r for r in (pipeline or {}).get(role) or [] if isinstance(r, str))
     service = config.get("service") or {}

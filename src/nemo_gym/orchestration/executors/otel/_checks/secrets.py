@@ -37,7 +37,6 @@ from .graph import component_type
 
 # Sections whose components hold clients or credentials; processors and connectors hold neither.
 CREDENTIAL_SECTIONS = ("receivers", "exporters", "extensions")
-OTLP_HTTP_TYPES = frozenset({"otlp_http", "otlphttp"})  # the new name and its old alias
 _CREDENTIAL_HEADER = re.compile(r"authorization|token|api[-_ ]?key|password|secret|cookie", re.I)
 _CREDENTIAL_OPTIONS = frozenset(
     {"token", "tokens", "password", "credentials", "bearer_token", "client_secret", "api_key"}
@@ -148,9 +147,11 @@ def _written_as_reference(what: str, value: Any) -> bool:
     return _REFERENCE.fullmatch(value) is not None
 
 
-def credential_violations(config: Mapping[str, Any], token_env: str) -> Iterator[Violation]:
-    """Every credential written as text, and every OTLP/HTTP exporter whose Authorization is not
-    exactly the token's reference."""
+def credential_violations(
+    config: Mapping[str, Any], token_env: str, backend_type: str
+) -> Iterator[Violation]:
+    """Every credential written as text, and every OTLP/HTTP exporter (type ``backend_type``,
+    the line's name for it) whose Authorization is not exactly the token's reference."""
     bearer = "Bearer ${env:" + token_env + "}"
     for section in CREDENTIAL_SECTIONS:
         components = config.get(section)
@@ -166,7 +167,7 @@ def credential_violations(config: Mapping[str, Any], token_env: str) -> Iterator
                         "collector resolves at start-up, e.g. ${env:NAME} (or "
                         "'Bearer ${env:NAME}' for a header), and export NAME in the job",
                     )
-            if section == "exporters" and component_type(str(component_id)) in OTLP_HTTP_TYPES:
+            if section == "exporters" and component_type(str(component_id)) == backend_type:
                 yield from _backend_authorization(component_id, body, bearer)
 
 
@@ -197,13 +198,15 @@ def _backend_authorization(component_id: str, body: Any, bearer: str) -> Iterato
             )
 
 
-def plain_http_violations(config: Mapping[str, Any], allow_plain_http: bool) -> Iterator[Violation]:
+def plain_http_violations(
+    config: Mapping[str, Any], allow_plain_http: bool, backend_type: str
+) -> Iterator[Violation]:
     """An OTLP/HTTP exporter sends the token in its header: never in cleartext off the node."""
     if allow_plain_http:
         return
     exporters = config.get("exporters")
     for exporter_id, body in (exporters if isinstance(exporters, Mapping) else {}).items():
-        if component_type(str(exporter_id)) not in OTLP_HTTP_TYPES or not isinstance(body, Mapping):
+        if component_type(str(exporter_id)) != backend_type or not isinstance(body, Mapping):
             continue
         for key in ("endpoint", "traces_endpoint", "metrics_endpoint", "logs_endpoint"):
             url = body.get(key)

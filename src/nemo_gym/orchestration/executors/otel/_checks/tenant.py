@@ -37,10 +37,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._common.constants import DEFAULT_TOKEN_ENV
 from .._common.errors import Violation, dotted
 from .._common.hosts import is_loopback
-from .graph import component_type, connector_readers
-from .secrets import OTLP_HTTP_TYPES, credential_violations, plain_http_violations
+from .graph import component_type, connector_readers, pipelines_of
+from .secrets import credential_violations, plain_http_violations
 
 TENANT_KEY = "Authorization"
 _ADDING_ACTIONS = frozenset({"upsert", "insert"})
@@ -54,29 +55,42 @@ class TenantPolicy:
     known) the backend's URL, the only place the token may be sent, and whether it may be sent
     there over plain http:// (``otel.allow_plain_http``)."""
 
-    token_env: str = "OTEL_TOKEN"
+    token_env: str = DEFAULT_TOKEN_ENV
     listen_host: str = "localhost"
     endpoint: str | None = None
     allow_plain_http: bool = False
 
 
+def tenant_processors(config: Mapping[str, Any], token_env: str) -> frozenset[str]:
+    """The ids of the processors that add the tenant attribute: an entry upserting or inserting
+    ``Authorization`` with exactly the token's expansion. The rules and the pipeline graph
+    (``graph``) both mark the tenant path from here, so they cannot disagree on it."""
+    token = _token(token_env)
+    processors = _section(config, "processors")
+    return frozenset(pid for pid, body in processors.items() if _is_tenant(body, token))
+
+
+def _token(token_env: str) -> str:
+    return "${env:" + token_env + "}"
+
+
 def tenant_violations(
-    config: Mapping[str, Any], token_sites: list[list[Any]], policy: TenantPolicy
+    config: Mapping[str, Any], token_sites: list[list[Any]], policy: TenantPolicy, backend_type: str
 ) -> list[Violation]:
     """Every breach of the rules above; ``token_sites`` are the paths whose value expands the
-    token (found by the expansion scan)."""
-    token = "${env:" + policy.token_env + "}"
-    processors = _section(config, "processors")
-    tenant_ids = {pid for pid, body in processors.items() if _is_tenant(body, token)}
+    token (found by the expansion scan), ``backend_type`` the line's type name of the OTLP/HTTP
+    exporter (``line.yaml``'s ``names``; deprecated aliases are renamed before the rules run)."""
+    token = _token(policy.token_env)
+    tenant_ids = set(tenant_processors(config, policy.token_env))
     return [
-        *_token_site_violations(config, token_sites, token),
+        *_token_site_violations(config, token_sites, token, backend_type),
         *_mention_violations(config, tenant_ids),
-        *_path_violations(config, tenant_ids),
+        *_path_violations(config, tenant_ids, backend_type),
         *_listener_violations(config, policy.listen_host),
         *_telemetry_violations(config),
-        *_endpoint_violations(config, policy.endpoint),
-        *credential_violations(config, policy.token_env),
-        *plain_http_violations(config, policy.allow_plain_http),
+        *_endpoint_violations(config, policy.endpoint, backend_type),
+        *credential_violations(config, policy.token_env, backend_type),
+        *plain_http_violations(config, policy.allow_plain_http, backend_type),
     ]
 
 
@@ -105,10 +119,10 @@ def _is_tenant(body: Any, token: str) -> bool:
 
 
 def _token_site_violations(
-    config: Mapping[str, Any], token_sites: list[list[Any]], token: str
+    config: Mapping[str, Any], token_sites: list[list[Any]], token: str, backend_type: str
 ) -> Iterator[Violation]:
     for path in token_sites:
-        if _header_site(path) or _attribute_site(config, path, token):
+        if _header_site(path, backend_type) or _attribute_site(config, path, token):
             continue
         yield Violation(
             dotted(path),
@@ -118,11 +132,11 @@ def _token_site_violations(
         )
 
 
-def _header_site(path: list[Any]) -> bool:
+def _header_site(path: list[Any], backend_type: str) -> bool:
     return (
         len(path) == 4
         and path[0] == "exporters"
-        and component_type(str(path[1])) in OTLP_HTTP_TYPES
+        and component_type(str(path[1])) == backend_type
         and path[2] == "headers"
         and str(path[3]).lower() == TENANT_KEY.lower()
     )
@@ -187,20 +201,14 @@ def _may_touch_tenant(component_id: str, body: Any) -> bool:
     return True
 
 
-def _pipelines(config: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
-    service = config.get("service")
-    pipelines = service.get("pipelines") if isinstance(service, Mapping) else None
-    if not isinstance(pipelines, Mapping):
-        return {}
-    return {pid: body for pid, body in pipelines.items() if isinstance(body, Mapping)}
-
-
 def _refs(pipeline: Mapping[str, Any], role: str) -> list[str]:
     refs = pipeline.get(role)
     return [r for r in refs if isinstance(r, str)] if isinstance(refs, list) else []
 
 
-def _path_violations(config: Mapping[str, Any], tenant_ids: set[str]) -> Iterator[Violation]:
+def _path_violations(
+    config: Mapping[str, Any], tenant_ids: set[str], backend_type: str
+) -> Iterator[Violation]:
     """Follow the two states (attribute added or not) from every receiver through processors
     and connectors to every exporter, until nothing changes.
 
@@ -209,7 +217,7 @@ def _path_violations(config: Mapping[str, Any], tenant_ids: set[str]) -> Iterato
     linear in the references, however many pipelines and connectors a config chains."""
     connectors = set(_section(config, "connectors"))
     processors = _section(config, "processors")
-    pipelines = _pipelines(config)
+    pipelines = pipelines_of(config)
     roles = {
         pid: {role: _refs(p, role) for role in ("receivers", "processors", "exporters")}
         for pid, p in pipelines.items()
@@ -256,7 +264,7 @@ def _path_violations(config: Mapping[str, Any], tenant_ids: set[str]) -> Iterato
             if ref in connectors:
                 continue
             where = dotted(["service", "pipelines", pid, "exporters", ref])
-            if component_type(ref) in OTLP_HTTP_TYPES:
+            if component_type(ref) == backend_type:
                 if _PLAIN in leaving[pid]:
                     yield Violation(
                         where,
@@ -272,12 +280,14 @@ def _path_violations(config: Mapping[str, Any], tenant_ids: set[str]) -> Iterato
                 )
 
 
-def _endpoint_violations(config: Mapping[str, Any], endpoint: str | None) -> Iterator[Violation]:
+def _endpoint_violations(
+    config: Mapping[str, Any], endpoint: str | None, backend_type: str
+) -> Iterator[Violation]:
     """An OTLP/HTTP exporter sends the token in its header: only to the backend's URL."""
     if endpoint is None:
         return
     for exporter_id, body in _section(config, "exporters").items():
-        if component_type(exporter_id) not in OTLP_HTTP_TYPES or not isinstance(body, Mapping):
+        if component_type(exporter_id) != backend_type or not isinstance(body, Mapping):
             continue
         for key in ("endpoint", "traces_endpoint", "metrics_endpoint", "logs_endpoint"):
             sends_to = body.get(key)

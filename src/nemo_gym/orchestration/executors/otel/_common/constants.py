@@ -21,6 +21,9 @@ MODEL_SERVICE_TYPES = ("vllm", "vllm_pd")
 EXPORTER_KINDS = ("otlp_http", "file")
 SIGNALS = ("traces", "metrics", "logs")
 TEMPLATE_PATH_ENV = "NEMO_GYM_OTEL_TEMPLATE_PATH"
+# The variable holding the ingest token when otel.token_env does not name another (the submit
+# config's schema states the same default; tests/test_one_home.py holds them equal).
+DEFAULT_TOKEN_ENV = "OTEL_TOKEN"
 # The delivery report (otel.delivery_report): the resource attribute that marks the collector's
 # own counters among the job's metrics, and how often the collector pushes them to itself.
 DELIVERY_REPORT_MARKER = "nemo_gym.otel.delivery_report"

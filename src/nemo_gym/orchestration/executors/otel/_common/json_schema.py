@@ -24,8 +24,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from .._common.errors import Violation, dotted
-from .._common.resources import load_schema, schema_names
+from .errors import Violation, dotted
+from .resources import load_schema, schema_names
 
 _TYPE_NAMES = {
     "object": "a mapping",

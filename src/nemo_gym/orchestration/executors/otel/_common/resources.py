@@ -13,7 +13,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any
 
-from .._common.errors import TemplateError
+from .errors import TemplateError
 
 _PACKAGE = __name__.rsplit(".", 2)[0]  # the otel package, where the build maps the files
 

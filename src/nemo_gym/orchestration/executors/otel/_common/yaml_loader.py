@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .._common.errors import OtelConfigError
+from .errors import OtelConfigError
 
 _STR = "tag:yaml.org,2002:str"
 _MAP = "tag:yaml.org,2002:map"

@@ -15,9 +15,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .._common.constants import MODEL_SERVICE_TYPES
+from .._common.constants import DEFAULT_TOKEN_ENV, MODEL_SERVICE_TYPES
 from .._common.errors import SubmitConfigError, Violation, dotted
-from .._common.yaml_keys import non_string_key
+from .._common.non_string_keys import non_string_key
 from .._common.yaml_loader import MAX_DEPTH
 from .rules import check_config_rules
 
@@ -104,7 +104,7 @@ class Otel:
     container: str | None = None
     endpoint: str | None = None
     allow_plain_http: bool = False
-    token_env: str = "OTEL_TOKEN"
+    token_env: str = DEFAULT_TOKEN_ENV
     service_name: str | None = None
     component: str = "gym-vllm"
     gym_telemetry: bool = True

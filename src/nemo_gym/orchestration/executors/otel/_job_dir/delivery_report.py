@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ._collector_log import CollectorLog
-from ._common.constants import DELIVERY_REPORT_MARKER, SIGNALS
-from ._scrape_health import ScrapeHealth
+from .._common.constants import DELIVERY_REPORT_MARKER, SIGNALS
+from .collector_log import CollectorLog
+from .scrape_health import ScrapeHealth
 
 # OTLP-JSON keys, per signal: resource groups, scope groups, items.
 _GROUPS = {

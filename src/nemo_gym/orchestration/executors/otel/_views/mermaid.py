@@ -1,11 +1,12 @@
 """A collector config's pipeline graph as a Mermaid flowchart, the tenant path marked.
 
 Receivers, exporters and connectors are one node each; a pipeline is a box holding its own
-processors (the collector runs one instance per pipeline). The tenant attribute is the
-``Authorization`` key that a ``resource`` or ``attributes`` processor sets: from that processor
-on, the links of its pipeline are thick and its nodes are marked, and so is every pipeline fed
-through a connector from a marked one. Reviewers see at a glance that the token goes to the
-backend and nowhere else (the job-directory files).
+processors (the collector runs one instance per pipeline). The tenant processors are the ones
+the tenant rules recognise (:func:`.._checks.tenant.tenant_processors`: the token's expansion
+upserted as ``Authorization``): from such a processor on, the links of its pipeline are thick
+and its nodes are marked, and so is every pipeline fed through a connector from a marked one.
+Reviewers see at a glance that the token goes to the backend and nowhere else (the
+job-directory files); a processor the rules would not accept as the tenant marks nothing.
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .graph import component_type
+from .._checks.graph import pipelines_of
+from .._checks.tenant import TENANT_KEY, tenant_processors
 
-TENANT_KEY = "Authorization"
-_TENANT_TYPES = ("resource", "attributes")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 # Node shapes: receivers stadium, exporters parallelogram, connectors hexagon.
 _SHAPES = {"receivers": ('(["', '"])'), "exporters": ('[/"', '"/]'), "connectors": ('{{"', '"}}')}
@@ -27,24 +27,16 @@ def _node_id(prefix: str, name: str) -> str:
     return f"{prefix}_{_UNSAFE.sub('_', name)}"
 
 
-def sets_tenant(config: Mapping[str, Any], processor: str) -> bool:
-    """Whether ``processor`` writes the tenant attribute (an action on its key)."""
-    if component_type(processor) not in _TENANT_TYPES:
-        return False
-    body = (config.get("processors") or {}).get(processor) or {}
-    actions = body.get("attributes") or body.get("actions") or []
-    return any(isinstance(a, Mapping) and a.get("key") == TENANT_KEY for a in actions)
-
-
-def _tenant_pipelines(config: Mapping[str, Any]) -> dict[str, int]:
-    """Pipeline -> index of its first processor carrying the tenant attribute; -1 when the
-    attribute arrives with its data, from a marked pipeline through a connector."""
-    pipelines = ((config.get("service") or {}).get("pipelines")) or {}
+def _tenant_pipelines(config: Mapping[str, Any], token_env: str) -> dict[str, int]:
+    """Pipeline -> index of its first tenant processor; -1 when the attribute arrives with its
+    data, from a marked pipeline through a connector."""
+    pipelines = pipelines_of(config)
     connectors = set((config.get("connectors") or {}).keys())
+    tenant_ids = tenant_processors(config, token_env)
     marked: dict[str, int] = {}
     for name, pipeline in pipelines.items():
-        for index, processor in enumerate((pipeline or {}).get("processors") or []):
-            if sets_tenant(config, processor):
+        for index, processor in enumerate(pipeline.get("processors") or []):
+            if processor in tenant_ids:
                 marked[name] = index
                 break
     changed = True
@@ -53,21 +45,22 @@ def _tenant_pipelines(config: Mapping[str, Any]) -> dict[str, int]:
         feeding = {
             exporter
             for name in marked
-            for exporter in (pipelines[name] or {}).get("exporters") or []
+            for exporter in pipelines[name].get("exporters") or []
             if exporter in connectors
         }
         for name, pipeline in pipelines.items():
-            if name not in marked and feeding & set((pipeline or {}).get("receivers") or []):
+            if name not in marked and feeding & set(pipeline.get("receivers") or []):
                 marked[name] = -1
                 changed = True
     return marked
 
 
-def pipeline_mermaid(config: Mapping[str, Any]) -> str:
-    """The Mermaid flowchart of ``config``'s pipelines (a config the checks accepted)."""
-    pipelines = ((config.get("service") or {}).get("pipelines")) or {}
+def pipeline_mermaid(config: Mapping[str, Any], token_env: str) -> str:
+    """The Mermaid flowchart of ``config``'s pipelines (a config whose shape the checks
+    accepted), the tenant path of the token in ``token_env`` marked."""
+    pipelines = pipelines_of(config)
     connectors = set((config.get("connectors") or {}).keys())
-    tenant = _tenant_pipelines(config)
+    tenant = _tenant_pipelines(config, token_env)
     lines = [
         "flowchart LR",
         f"  %% thick links and red nodes carry the tenant attribute ({TENANT_KEY})",
@@ -81,7 +74,7 @@ def pipeline_mermaid(config: Mapping[str, Any]) -> str:
     declared: set[str] = set()
     for pipeline in pipelines.values():
         for role in ("receivers", "exporters"):
-            for name in (pipeline or {}).get(role) or []:
+            for name in pipeline.get(role) or []:
                 node = endpoint(name, role)
                 if node not in declared:
                     declared.add(node)
@@ -89,7 +82,6 @@ def pipeline_mermaid(config: Mapping[str, Any]) -> str:
                     left, right = _SHAPES[section]
                     lines.append(f"  {node}{left}{name}{right}")
     for name, pipeline in pipelines.items():
-        pipeline = pipeline or {}
         box = _node_id("p", name)
         processors = pipeline.get("processors") or []
         start = tenant.get(name)

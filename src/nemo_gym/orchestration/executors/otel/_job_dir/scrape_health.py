@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._templating.scrape import TARGETS_DIR
+from .._templating.scrape import TARGETS_DIR
 
 UP = "up"
 

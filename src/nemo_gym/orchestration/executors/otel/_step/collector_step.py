@@ -21,7 +21,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from ._common.constants import (
+from .._common.constants import (
     COLLECTOR_DIR,
     COLLECTOR_HEALTH_PORT,
     COLLECTOR_LOG_NAME,
@@ -29,10 +29,10 @@ from ._common.constants import (
     FINAL_SCRAPE_GRACE_SECONDS,
     SHUTDOWN_WAIT_SECONDS,
 )
-from ._pipeline import bench_dir_argument, check_render_inputs, collector_config_path
-from ._submit.config import SubmitConfig
-from ._templating.context import checked, delivery_report_endpoint
-from ._templating.scrape import EVERY_NODE, ScrapeJob, pool_names, scrape_jobs, targets_dir
+from .._render.rendering import bench_dir_argument, check_render_inputs, collector_config_path
+from .._submit.config import SubmitConfig
+from .._templating.context import checked, delivery_report_endpoint
+from .._templating.scrape import EVERY_NODE, ScrapeJob, pool_names, scrape_jobs, targets_dir
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,16 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from ._collector_log import read_collector_log
-from ._common.constants import COLLECTOR_DIR, COLLECTOR_LOG_NAME, SIGNALS
-from ._delivery_report import CANNOT_TELL, Progress, SignalReport, delivery_report, signal_files
-from ._scrape_health import ScrapeHealth, TargetHealth
+from .._common.constants import COLLECTOR_DIR, COLLECTOR_LOG_NAME, SIGNALS
+from .._job_dir.collector_log import read_collector_log
+from .._job_dir.delivery_report import (
+    CANNOT_TELL,
+    Progress,
+    SignalReport,
+    delivery_report,
+    signal_files,
+)
+from .._job_dir.scrape_health import ScrapeHealth, TargetHealth
 
 _BAR_WIDTH = 30
 _HEADERS = ("signal", "received", "in files", "to backend", "failed/dropped", "verdict")

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ._checks.collector import check_collector_config
-from ._checks.tenant import TenantPolicy
-from ._common.atomic_file import write_atomically
-from ._common.constants import COLLECTOR_CONFIG_NAME, COLLECTOR_DIR
-from ._common.errors import (
+from .._checks.collector_config import check_collector_config
+from .._checks.tenant import TenantPolicy
+from .._common.atomic_file import write_atomically
+from .._common.constants import COLLECTOR_CONFIG_NAME, COLLECTOR_DIR
+from .._common.errors import (
     CollectorConfigError,
     CollectorConfigWarning,
     OtelConfigWarning,
@@ -25,12 +25,12 @@ from ._common.errors import (
     Violation,
     dotted,
 )
-from ._submit.config import SubmitConfig
-from ._submit.job_dir import JOB_DIR_KEY, check_job_dir, job_dir_warnings
-from ._submit.rules import validate_destination
-from ._templating.catalogue import Line, search_path, template_set
-from ._templating.context import checked, template_context
-from ._templating.environment import render_template
+from .._submit.config import SubmitConfig
+from .._submit.job_dir_path import JOB_DIR_KEY, check_job_dir, job_dir_warnings
+from .._submit.rules import validate_destination
+from .._templating.catalogue import Line, search_path, template_set
+from .._templating.context import checked, template_context
+from .._templating.environment import render_template
 
 
 def collector_config_path(remote_bench_dir: str | os.PathLike[str]) -> Path:
@@ -103,7 +103,7 @@ def render_unchecked(
 def check_rendering(rendering: Rendering) -> list[Violation]:
     """Parse and check a rendering; raises with every violation, naming the template. Returns
     its warnings: those of its inputs, then the config's (components no pipeline uses)."""
-    from ._common.yaml_loader import parse_yaml
+    from .._common.yaml_loader import parse_yaml
 
     source = f"rendered {rendering.template}"
     parsed = parse_yaml(rendering.text, source, TemplateError)

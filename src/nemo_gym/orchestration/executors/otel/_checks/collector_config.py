@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._common.constants import DEFAULT_TOKEN_ENV
 from .._common.errors import CollectorConfigError, CollectorConfigWarning, Violation, dotted
 from .._common.json_schema import violations as schema_violations
 from .._common.resources import load_schema
@@ -126,49 +127,79 @@ def _as_written(violation: Violation, renamed: Mapping[str, str]) -> Violation:
     return Violation(path, message)
 
 
+def _findings(
+    config: Any, line: Line, source: str, policy: TenantPolicy | None
+) -> tuple[list[Violation], list[Violation], list[Violation]]:
+    """(problems of shape: schema, expansions, graph; breaches of the token and tenant rules;
+    warnings) of a parsed config. Without a policy the tenant rules do not run."""
+    if not isinstance(config, Mapping):
+        raise CollectorConfigError(
+            [Violation("", "a collector config must be a YAML mapping of sections")], source
+        )
+    token_env = (policy or TenantPolicy()).token_env
+    scan = scan_config(config, frozenset({token_env, JOB_ID_ENV}), token_env, credential_references)
+    if scan.keys:
+        return scan.keys + scan.expansions, [], []
+    problems = schema_violations(config, line.schema)
+    if problems:
+        return problems + scan.expansions, [], []
+    canonical, renamed = _canonical(config, line.schema)
+    back = {old: new for new, old in renamed.items()}
+    sites = [[*p[:1], back.get(p[1], p[1]), *p[2:]] if len(p) > 1 else p for p in scan.token_sites]
+    graph = graph_violations(canonical, line.names, component_signals(line.schema))
+    tenant = tenant_violations(canonical, sites, policy, line.names["otlp_http"]) if policy else []
+    found = [
+        *unused_components(config),
+        *(telemetry_warnings(config) if policy else ()),
+    ]
+    shape = sorted({*scan.expansions, *(_as_written(v, renamed) for v in graph)}, key=_path)
+    return shape, [_as_written(v, renamed) for v in tenant], found
+
+
+def _path(violation: Violation) -> str:
+    return violation.path
+
+
 def check_collector_config(
     config: Any, line: Line, source: str = "collector config", policy: TenantPolicy | None = None
 ) -> list[Violation]:
     """Raise :class:`CollectorConfigError` listing every problem of a parsed config, judged by
     ``line``'s schema and component names and by the token and tenant rules of ``policy``;
     return the warnings of a config that passes (components no pipeline uses, no telemetry
-    block).
-
-    Without a policy only the shape and the graph are judged (``graph`` draws a config whose
-    token goes astray, to show where); every rendering and ``validate`` pass one."""
-    tenant = policy is not None
-    policy = policy or TenantPolicy()
-    if not isinstance(config, Mapping):
-        raise CollectorConfigError(
-            [Violation("", "a collector config must be a YAML mapping of sections")], source
-        )
-    scan = scan_config(
-        config, frozenset({policy.token_env, JOB_ID_ENV}), policy.token_env, credential_references
-    )
-    if scan.keys:
-        problems = scan.keys + scan.expansions
-    else:
-        problems = schema_violations(config, line.schema)
-        if problems:
-            problems += scan.expansions
-        else:
-            canonical, renamed = _canonical(config, line.schema)
-            back = {old: new for new, old in renamed.items()}
-            sites = [
-                [*p[:1], back.get(p[1], p[1]), *p[2:]] if len(p) > 1 else p
-                for p in scan.token_sites
-            ]
-            found = [
-                *graph_violations(canonical, line.names, component_signals(line.schema)),
-                *(tenant_violations(canonical, sites, policy) if tenant else ()),
-            ]
-            problems = sorted(
-                {*scan.expansions, *(_as_written(v, renamed) for v in found)},
-                key=lambda v: v.path,
-            )
+    block). Without a policy only the shape and the graph are judged."""
+    shape, tenant, found = _findings(config, line, source, policy)
+    problems = sorted({*shape, *tenant}, key=_path) if tenant else shape
     if problems:
         raise CollectorConfigError(problems, source)
-    return [*unused_components(config), *(telemetry_warnings(config) if tenant else ())]
+    return found
+
+
+def check_for_graph(
+    config: Any, line: Line, source: str, policy: TenantPolicy
+) -> tuple[list[Violation], list[Violation]]:
+    """``graph`` draws a config whose token goes astray, to show where: raise on problems of
+    shape only, and return (breaches of the token and tenant rules, warnings) to be shown."""
+    shape, tenant, found = _findings(config, line, source, policy)
+    if shape:
+        raise CollectorConfigError(shape, source)
+    return sorted(set(tenant), key=_path), found
+
+
+def load_collector_config(
+    text: str,
+    collector_version: str | None,
+    source: str,
+    template_dirs: Sequence[str | os.PathLike[str]] | None,
+) -> tuple[Any, Line]:
+    """The parsed YAML and the line that judges it (the newest for None), or a
+    :class:`CollectorConfigError` naming the line of a YAML syntax error."""
+    from .._common.yaml_loader import parse_yaml
+
+    line = template_set(search_path(template_dirs)).line_for(collector_version)
+    parsed = parse_yaml(
+        text, source, lambda path, message: CollectorConfigError([Violation(path, message)], source)
+    )
+    return parsed, line
 
 
 def validate_collector_config(
@@ -177,7 +208,7 @@ def validate_collector_config(
     *,
     source: str = "collector config",
     template_dirs: Sequence[str | os.PathLike[str]] | None = None,
-    token_env: str = "OTEL_TOKEN",
+    token_env: str = DEFAULT_TOKEN_ENV,
     listen_host: str = "localhost",
     endpoint: str | None = None,
     tenant_rules: bool = True,
@@ -194,12 +225,7 @@ def validate_collector_config(
     (else ``NEMO_GYM_OTEL_TEMPLATE_PATH``) before the built-in ones. Raises :class:`CollectorConfigError` with every
     violation, one per line as ``<yaml path>: <message>``; a YAML syntax error names its line.
     """
-    from .._common.yaml_loader import parse_yaml
-
-    line = template_set(search_path(template_dirs)).line_for(collector_version)
-    parsed = parse_yaml(
-        text, source, lambda path, message: CollectorConfigError([Violation(path, message)], source)
-    )
+    parsed, line = load_collector_config(text, collector_version, source, template_dirs)
     policy = (
         TenantPolicy(token_env, listen_host, endpoint, allow_plain_http) if tenant_rules else None
     )

@@ -1,0 +1,233 @@
+"""One function per command: call the stages with the parsed arguments, print what they return,
+give the exit code. No judgement is made here; each lives in its stage."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import shlex
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+
+from .._checks.binary import collector_release
+from .._checks.collector_config import check_for_graph, load_collector_config
+from .._checks.tenant import TenantPolicy
+from .._common.constants import COLLECTOR_DIR
+from .._common.errors import OtelConfigError, SubmitConfigError, TemplateError, Violation
+from .._render.rendering import render_checked, write_rendered
+from .._render.verdicts import (
+    caught_warnings,
+    example_job_dir,
+    judge_file,
+    judge_renderings,
+    read_collector_yaml,
+)
+from .._step.collector_step import collector_step, collector_step_script
+from .._submit.config import SubmitConfig
+from .._submit.driver_env import merged_driver_env
+from .._submit.rules import validate_gym_telemetry
+from .._submit.token import resolve_token
+from .._templating.catalogue import format_version, search_path, template_set
+from .._views.mermaid import pipeline_mermaid
+from .._views.report import run_report
+from .._views.verdicts import origin_text, show_verdicts, warning_lines
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_CANNOT_TELL = 0, 1, 2, 3
+_REPORT_EXIT = {"complete": EXIT_OK, "incomplete": EXIT_INVALID, "cannot be told": EXIT_CANNOT_TELL}
+PROG = "nemo-gym-otel"
+_BUNDLED_EXAMPLE = "submit.yaml"
+_JOB_FLAGS = {"benchmark_name": "--benchmark", "remote_bench_dir": "--job-dir"}
+_VERSION_FLAG = {"otel.collector_version": "--collector-version"}
+
+
+def report_error(error: OtelConfigError, prefix: str = "") -> None:
+    for violation in error.violations:
+        print(f"{PROG}: error: {prefix}{violation}", file=sys.stderr)
+
+
+def usage_error(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+@contextlib.contextmanager
+def _named_as_flags(flags: Mapping[str, str]) -> Iterator[None]:
+    """An error about an API parameter names the command-line flag the user typed instead."""
+    try:
+        yield
+    except (SubmitConfigError, TemplateError) as exc:
+        if exc.path not in flags:
+            raise
+        raise type(exc)(flags[exc.path], exc.message) from None
+
+
+def _warn(found: Sequence[Violation], flags: Mapping[str, str] = _JOB_FLAGS) -> None:
+    """Warnings as the errors are printed, an API parameter named by its flag."""
+    named = [Violation(flags.get(v.path, v.path), v.message) for v in found]
+    for line in warning_lines(PROG, named):
+        print(line, file=sys.stderr)
+
+
+def render(args: argparse.Namespace) -> int:
+    config = SubmitConfig.from_yaml(args.config)
+    validate_gym_telemetry(config)  # rendering checks the destination and the arguments
+    caught: list[Violation] = []
+    with _named_as_flags(_JOB_FLAGS), caught_warnings(caught):
+        text, found = render_checked(
+            config, args.benchmark, args.job_dir, template_dirs=args.template_dir
+        )
+        result = text if args.stdout else write_rendered(text, args.job_dir)
+    _warn([*found, *caught])
+    if "otlp_http" in config.otel.exporters:
+        try:
+            resolve_token(config)
+        except SubmitConfigError as exc:
+            print(f"{PROG}: warning: {exc} (rendering does not need it)", file=sys.stderr)
+    if args.stdout:
+        sys.stdout.write(str(result))
+    else:
+        print(result)
+    return EXIT_OK
+
+
+def validate(args: argparse.Namespace) -> int:
+    version = args.collector_version
+    if version is None and args.collector:
+        version = collector_release(args.collector)  # judge it by the binary's own line
+    policy = TenantPolicy(args.token_env, args.listen_host, args.endpoint, args.allow_plain_http)
+    verdicts = []
+    for name in args.file:
+        with _named_as_flags(_VERSION_FLAG):
+            verdicts.append(
+                judge_file(
+                    Path(name),
+                    version,
+                    policy,
+                    template_dirs=args.template_dir,
+                    collector=args.collector,
+                )
+            )
+    show_verdicts(verdicts, args.format, "{label}: valid", PROG, sys.stdout, sys.stderr)
+    return EXIT_OK if all(verdict.valid for verdict in verdicts) else EXIT_INVALID
+
+
+def graph(args: argparse.Namespace) -> int:
+    """The pipeline graph as Mermaid, of a collector YAML file or of a rendering; a file whose
+    token goes astray is drawn all the same (its breaches of the tenant rules are warnings),
+    since the graph shows where."""
+    if (args.file is None) == (args.config is None):
+        return usage_error("give a collector YAML FILE or --config CONFIG, not both")
+    if args.config is not None:
+        if args.benchmark is None:
+            return usage_error("--config needs --benchmark")
+        config = SubmitConfig.from_yaml(args.config)
+        job_dir = example_job_dir(config, "nemo-gym-otel-graph", args.benchmark)
+        caught: list[Violation] = []
+        with _named_as_flags({"benchmark_name": "--benchmark"}), caught_warnings(caught):
+            text, found = render_checked(
+                config, args.benchmark, job_dir, template_dirs=args.template_dir
+            )
+        _warn([*found, *caught])
+        source, token_env = f"rendered {args.config}", config.otel.token_env
+        version = config.otel.collector_version
+    else:
+        source, version, token_env = args.file, args.collector_version, args.token_env
+        text = read_collector_yaml(Path(args.file))
+    with _named_as_flags(_VERSION_FLAG):
+        parsed, line = load_collector_config(text, version, source, args.template_dir)
+    if args.file is not None:
+        caught = []
+        with caught_warnings(caught):
+            breaches, found = check_for_graph(parsed, line, source, TenantPolicy(token_env))
+        _warn([*caught, *found, *breaches])
+    sys.stdout.write(pipeline_mermaid(parsed, token_env))
+    return EXIT_OK
+
+
+def templates(args: argparse.Namespace) -> int:
+    lines = template_set(search_path(args.template_dir)).lines.values()
+    rows = [
+        {
+            "line": line.name,
+            "min_collector": format_version(line.collector_min),
+            "max_collector": format_version(line.collector_max) if line.collector_max else None,
+            "combinations": sorted(line.templates),
+            "origins": {name: info.origin for name, info in sorted(line.templates.items())},
+        }
+        for line in lines
+    ]
+    if args.format == "json":
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    for row in rows:
+        upper = f"<{row['max_collector']}" if row["max_collector"] else "open"
+        combinations = ", ".join(
+            f"{name} ({origin_text(origin)})" for name, origin in row["origins"].items()
+        )
+        print(f"{row['line']:<10} collector >={row['min_collector']}, {upper:<10} {combinations}")
+    return EXIT_OK
+
+
+def env(args: argparse.Namespace) -> int:
+    variables = merged_driver_env(SubmitConfig.from_yaml(args.config), args.gym_job_id)
+    if args.format == "json":
+        print(json.dumps(variables, indent=2, sort_keys=True))
+    else:
+        for name, value in variables.items():
+            print(f"{name}={shlex.quote(value)}")
+    return EXIT_OK
+
+
+def step(args: argparse.Namespace) -> int:
+    config = SubmitConfig.from_yaml(args.config)
+    validate_gym_telemetry(config)
+    with _named_as_flags(_JOB_FLAGS):
+        if args.format == "json":
+            print(
+                json.dumps(collector_step(config, args.benchmark, args.job_dir).as_json(), indent=2)
+            )
+        else:
+            sys.stdout.write(collector_step_script(config, args.benchmark, args.job_dir))
+    return EXIT_OK
+
+
+def _bundled_example() -> Path:
+    package = __name__.rpartition(".")[0].rpartition(".")[0]
+    return Path(str(resources.files(package) / "examples" / _BUNDLED_EXAMPLE))
+
+
+def check(args: argparse.Namespace) -> int:
+    """Every line x combination x config, rendered and checked (and put before a collector's
+    own validate with --collector): a platform team's CI gate."""
+    template_set_ = template_set(search_path(args.template_dir))
+    lines = list(template_set_.lines.values())
+    if args.collector:  # only the line of the binary's release can run on it
+        with _named_as_flags({"otel.collector_version": "--collector"}):
+            lines = [template_set_.line_for(collector_release(args.collector))]
+    configs = [("bundled example", _bundled_example()), *((c, Path(c)) for c in args.config)]
+    verdicts = [
+        verdict
+        for name, path in configs
+        for verdict in judge_renderings(
+            name, path, lines, template_dirs=args.template_dir, collector=args.collector
+        )
+    ]
+    show_verdicts(verdicts, args.format, "ok {label}", PROG, sys.stdout, sys.stderr)
+    problems = sum(not verdict.valid for verdict in verdicts)
+    if problems and args.format == "text":
+        print(f"{PROG}: {problems} problem(s) found", file=sys.stderr)
+    return EXIT_INVALID if problems else EXIT_OK
+
+
+def report(args: argparse.Namespace) -> int:
+    job_dir = Path(args.job_dir)
+    if not (job_dir / COLLECTOR_DIR).is_dir():
+        return usage_error(
+            f"JOB_DIR: {job_dir} has no otel/ folder; "
+            "pass the benchmark's job directory, <output_path>/<gym_job_id>/<benchmark>"
+        )
+    log = Path(args.log) if args.log else None
+    return _REPORT_EXIT[run_report(job_dir, args.format == "json", log)]

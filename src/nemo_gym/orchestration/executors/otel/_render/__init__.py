@@ -1,0 +1,1 @@
+"""Stage 4, rendering: render a template, check the result, and only then write it."""
