@@ -6,7 +6,6 @@ repository root is defined here and nowhere else; the benchmarks import it too.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import subprocess
@@ -19,6 +18,8 @@ import yaml
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors.otel import render_collector_config
+from nemo_gym.orchestration.executors.otel._render.verdicts import line_variants
+from nemo_gym.orchestration.executors.otel._templating.catalogue import search_path, template_set
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -54,6 +55,18 @@ def line_versions() -> dict[str, str]:
     return {name: str(meta["collector_min"]) for name, meta in line_metadata().items()}
 
 
+def backend_types() -> frozenset[str]:
+    """The OTLP/HTTP exporter's type name in each built-in line (``line.yaml``'s ``names``)."""
+    return frozenset(meta["names"]["otlp_http"] for meta in line_metadata().values())
+
+
+def exports_to_backend(exporter_id: str, line: str | None = None) -> bool:
+    """Whether ``exporter_id`` is the backend's OTLP/HTTP exporter, in ``line`` or any line:
+    the one answer the rendered-contract, pipeline-graph and tenant-run tests share."""
+    types = backend_types() if line is None else {line_metadata()[line]["names"]["otlp_http"]}
+    return exporter_id.split("/")[0] in types
+
+
 LINE_YAML = "collector_min: {low}\ncollector_max: {high}\nschema: {schema}\nnames:\n{names}"
 LEGACY_NAMES = "  otlp_http: otlphttp\n  span_metrics: spanmetrics\n"
 
@@ -83,11 +96,17 @@ def add_line(
         )
 
 
-def variant(config: SubmitConfig, line_version: str, combination: str) -> SubmitConfig:
-    otel = dataclasses.replace(
-        config.otel, exporters=tuple(combination.split("+")), collector_version=line_version
-    )
-    return dataclasses.replace(config, otel=otel)
+def variants(config: SubmitConfig) -> Iterator[tuple[str, str, SubmitConfig]]:
+    """(line, combination, ``config`` asking for it): the package's own matrix, the one
+    ``check`` renders, over the built-in lines."""
+    for line in template_set(search_path()).lines.values():
+        for combination, variant in line_variants(config, line):
+            yield line.name, combination, variant
+
+
+def variant(config: SubmitConfig, line: str, combination: str) -> SubmitConfig:
+    """``config`` asking for ``combination`` at the lowest release of the built-in ``line``."""
+    return next(v for name, c, v in variants(config) if (name, c) == (line, combination))
 
 
 def job_dir(config: SubmitConfig, benchmark: str, gym_job_id: str = "gym-20261202-0001") -> str:
@@ -97,12 +116,12 @@ def job_dir(config: SubmitConfig, benchmark: str, gym_job_id: str = "gym-2026120
 def render_variants(config: SubmitConfig) -> Iterator[tuple[str, str, str]]:
     """(line, combination, rendered YAML) for the config's first benchmark."""
     benchmark = next(iter(config.driver.benchmarks))
-    for line, version in line_versions().items():
-        for combination in COMBINATIONS:
-            text = render_collector_config(
-                variant(config, version, combination), benchmark, job_dir(config, benchmark)
-            )
-            yield line, combination, text
+    for line, combination, variant_config in variants(config):
+        yield (
+            line,
+            combination,
+            render_collector_config(variant_config, benchmark, job_dir(config, benchmark)),
+        )
 
 
 # -- the console script, run the way a user does ------------------------------------------------

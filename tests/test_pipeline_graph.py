@@ -72,8 +72,7 @@ def test_token_only_on_the_backend_path(name: str, line: str, combination: str, 
     processors = config["processors"]
     stamping = {p for p, body in processors.items() if _sets_authorization(p, body)}
     paths = list(walk(config))
-    backend_type = helpers.line_metadata()[line]["names"]["otlp_http"]
-    to_backend = [(s, p) for s, e, p in paths if e.split("/")[0] == backend_type]
+    to_backend = [(s, p) for s, e, p in paths if helpers.exports_to_backend(e, line)]
     to_files = [(s, p) for s, e, p in paths if e.split("/")[0] == "file"]
 
     assert bool(to_backend) == ("otlp_http" in combination)

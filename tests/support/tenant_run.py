@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import helpers
 import yaml
 
 from .e2e_backend import OtlpBackend, RoutingProxy
@@ -58,7 +59,7 @@ def _localised(doc: dict[str, Any], out: Path, proxy_url: str) -> tuple[dict[str
             doc["extensions"][extension_id] = {"endpoint": f"127.0.0.1:{health}"}
     for exporter_id, body in (doc.get("exporters") or {}).items():
         body = dict(body or {})
-        if _kind(exporter_id) in ("otlp_http", "otlphttp"):
+        if helpers.exports_to_backend(exporter_id):
             body["endpoint"] = proxy_url
             body["retry_on_failure"] = {"enabled": False}
         elif _kind(exporter_id) == "file":

@@ -1,7 +1,11 @@
-"""Which hosts never leave the node: where the ingest token may travel over plain ``http://``.
+"""Host names and addresses, answered in one place.
 
-The submit config's ``otel.endpoint`` and a collector config's OTLP/HTTP exporters are judged by
-the same answer, so a URL the submit rules accept is one the collector-config check accepts.
+Which hosts never leave the node (where the ingest token may travel over plain ``http://``): the
+submit config's ``otel.endpoint`` and a collector config's OTLP/HTTP exporters are judged by the
+same answer, so a URL the submit rules accept is one the collector-config check accepts. How an
+address is written beside a port (IPv6 in brackets) and where a client on the node connects to
+a collector bound to a wildcard: the rendered config, the driver's environment and the job step
+must agree on both.
 """
 
 from __future__ import annotations
@@ -10,6 +14,28 @@ import ipaddress
 from urllib.parse import urlsplit
 
 _LOOPBACK_NAMES = frozenset({"localhost"})
+# A collector bound to a wildcard answers on loopback too; an unspecified address is no place to
+# connect to.
+_WILDCARD_TO_LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "::1", "[::]": "::1"}
+
+
+def bracketed(host: str) -> str:
+    """``host`` as a URL or ``host:port`` writes it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def host_port(host: str, port: int) -> str:
+    return f"{bracketed(host)}:{port}"
+
+
+def is_wildcard(host: str) -> bool:
+    """Whether binding ``host`` listens on every interface."""
+    return host in _WILDCARD_TO_LOOPBACK
+
+
+def connect_host(listen_host: str) -> str:
+    """Where a client on the node reaches a collector bound to ``listen_host``."""
+    return _WILDCARD_TO_LOOPBACK.get(listen_host, listen_host)
 
 
 def is_loopback(host: str) -> bool:

@@ -29,6 +29,7 @@ from .._common.constants import (
     FINAL_SCRAPE_GRACE_SECONDS,
     SHUTDOWN_WAIT_SECONDS,
 )
+from .._common.hosts import host_port
 from .._render.rendering import bench_dir_argument, check_render_inputs, collector_config_path
 from .._submit.config import SubmitConfig
 from .._templating.context import checked, delivery_report_endpoint
@@ -124,7 +125,6 @@ def collector_step(
         options += [f"--container-image={otel.container}", f"--container-mounts={bench_dir}"]
     env_names = (otel.token_env,) if "otlp_http" in otel.exporters else ()
     host = otel.listen_host
-    url_host = f"[{host}]" if ":" in host else host
     return CollectorStep(
         name=COLLECTOR_SERVICE_NAME,
         command=(otel.binary, f"--config=file:{config_path}"),
@@ -134,7 +134,7 @@ def collector_step(
         log_path=bench_dir / COLLECTOR_DIR / COLLECTOR_LOG_NAME,
         health_host=host,
         health_port=COLLECTOR_HEALTH_PORT,
-        health_url=f"http://{url_host}:{COLLECTOR_HEALTH_PORT}/",
+        health_url=f"http://{host_port(host, COLLECTOR_HEALTH_PORT)}/",
         health_timeout_seconds=otel.health_check_timeout_seconds,
         grace_seconds=FINAL_SCRAPE_GRACE_SECONDS,
         shutdown_wait_seconds=SHUTDOWN_WAIT_SECONDS,

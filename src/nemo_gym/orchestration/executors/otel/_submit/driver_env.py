@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from .._common.constants import OTLP_GRPC_PORT, OTLP_HTTP_PORT
 from .._common.errors import SubmitConfigError
+from .._common.hosts import host_port, is_wildcard
 from .config import SubmitConfig
 
 
@@ -45,10 +46,6 @@ def resolve_env_value(value: str, path: str, environ: Mapping[str, str]) -> str:
     raise SubmitConfigError(path, "must start with lit:, host: or runtime:")
 
 
-# Addresses a collector binds on every interface; the driver reaches those through localhost.
-_EVERY_INTERFACE = frozenset({"0.0.0.0", "::", "[::]"})
-
-
 def _collector_endpoints(listen_host: str) -> dict[str, str]:
     """Where the driver finds a collector that binds ``otel.listen_host``.
 
@@ -56,12 +53,11 @@ def _collector_endpoints(listen_host: str) -> dict[str, str]:
     on localhost, so the driver is pointed at that address; one bound everywhere is reached
     through localhost, as :func:`driver_telemetry_env` says.
     """
-    if listen_host == "localhost" or listen_host in _EVERY_INTERFACE:
+    if listen_host == "localhost" or is_wildcard(listen_host):
         return {}
-    host = f"[{listen_host}]" if ":" in listen_host else listen_host
     return {
-        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{host}:{OTLP_HTTP_PORT}",
-        "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": f"http://{host}:{OTLP_GRPC_PORT}",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{host_port(listen_host, OTLP_HTTP_PORT)}",
+        "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": f"http://{host_port(listen_host, OTLP_GRPC_PORT)}",
     }
 
 

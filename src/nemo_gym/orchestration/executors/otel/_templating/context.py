@@ -41,6 +41,7 @@ from .._common.constants import (
     SIGNALS,
 )
 from .._common.errors import SubmitConfigError, dotted
+from .._common.hosts import connect_host, host_port
 from .._common.version import package_version
 from .._submit.config import SubmitConfig
 from .catalogue import Line, TemplateInfo
@@ -64,20 +65,10 @@ def checked(value: str, path: str) -> str:
     return value
 
 
-def _host_port(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-# The delivery report pushes to the collector's own receiver: a wildcard listen_host binds the
-# loopback interface too, and an unspecified address is no place to send to.
-_WILDCARD_TO_LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "::1"}
-
-
 def delivery_report_endpoint(listen_host: str) -> str:
     """Where the collector pushes its own counters (``otel.delivery_report``): its OTLP/HTTP
     receiver. The job step knows a lost push to it by this URL."""
-    host = _WILDCARD_TO_LOOPBACK.get(listen_host, listen_host)
-    return f"http://{_host_port(host, OTLP_HTTP_PORT)}/v1/metrics"
+    return f"http://{host_port(connect_host(listen_host), OTLP_HTTP_PORT)}/v1/metrics"
 
 
 def submitting_user() -> str:
@@ -166,9 +157,9 @@ def template_context(
         "names": dict(line.names),
         "signals": list(SIGNALS),
         "listen": {
-            "health": _host_port(host, COLLECTOR_HEALTH_PORT),
-            "grpc": _host_port(host, OTLP_GRPC_PORT),
-            "http": _host_port(host, OTLP_HTTP_PORT),
+            "health": host_port(host, COLLECTOR_HEALTH_PORT),
+            "grpc": host_port(host, OTLP_GRPC_PORT),
+            "http": host_port(host, OTLP_HTTP_PORT),
         },
         "scrape": {
             "interval": f"{interval}s",
