@@ -23,7 +23,7 @@ from jsonschema import Draft202012Validator
 from support import mutations
 
 from nemo_gym.orchestration.executors.otel import TemplateError
-from nemo_gym.orchestration.executors.otel._common import yaml_loader
+from nemo_gym.orchestration.executors.otel._common import yaml_fast_path, yaml_loader
 from nemo_gym.orchestration.executors.otel._common.json_schema import (
     _is_valid,
     _registry,
@@ -204,10 +204,10 @@ def test_nesting_near_the_limit_is_judged_the_reference_way(
     text = "".join(f"{'  ' * n}k{n}:\n" for n in range(depth)) + f"{'  ' * depth}{leaf}\n"
     got = _outcome(lambda: parse_yaml(text, "case", TemplateError))
 
-    def give_up(text: str, loader_class: type) -> Any:
-        raise yaml_loader._NotPlain
+    def give_up(text: str, loader_class: type, max_depth: int) -> Any:
+        raise yaml_fast_path.NotPlain
 
-    monkeypatch.setattr(yaml_loader, "_plain_from_events", give_up)
+    monkeypatch.setattr(yaml_loader, "plain_from_events", give_up)
     assert _same(got, _outcome(lambda: parse_yaml(text, "case", TemplateError)))
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import helpers
 import pytest
 
+pytestmark = pytest.mark.slow
+
 PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
 FRONT_MATTER = "{#- nemo-gym-otel\ntemplate_version: 1\nrequires_package: 0.1.0\n-#}\n"
 EXTENDS = '{% extends "builtin/current/otlp_http+file.yaml.j2" %}\n'

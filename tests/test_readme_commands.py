@@ -16,6 +16,8 @@ from pathlib import Path
 import helpers
 import pytest
 
+pytestmark = pytest.mark.slow
+
 README = (helpers.REPO / "README.md").read_text(encoding="utf-8")
 
 

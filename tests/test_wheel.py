@@ -23,6 +23,8 @@ import helpers
 import pytest
 import yaml
 
+pytestmark = pytest.mark.slow
+
 PACKAGE = "nemo_gym/orchestration/executors/otel"
 
 

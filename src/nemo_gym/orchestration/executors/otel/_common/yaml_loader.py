@@ -3,15 +3,11 @@
 PyYAML keeps the last of two equal keys without a word; in a config that silently drops a
 setting, so a duplicate is reported like any syntax error, with its line.
 
-PyYAML's C parser reports the document as events; composing them into a node tree and
-constructing Python data from the nodes (PyYAML's pure-Python constructor) costs more than the
-parse itself. Most documents are plain trees (mappings, sequences and scalars, no anchors,
-aliases, merge keys, collection tags or complex keys), and ``_plain_from_events`` builds their
-data straight from the events, calling PyYAML's resolver and constructors for each scalar, so
-every value gets the type PyYAML gives it. Anything else, and anything wrong (a duplicate key, a
-scalar its type cannot hold, a syntax error), makes it give up, and the document is parsed again
-the reference way below: composed, measured, then constructed by PyYAML's own constructor, which
-finds and words the problem.
+Most documents are plain trees, built straight from the C parser's events by
+:mod:`.yaml_fast_path`; anything else, and anything wrong (a duplicate key, a scalar its type
+cannot hold, a syntax error), makes it give up, and the document is parsed again the reference
+way below: composed, measured, then constructed by PyYAML's own constructor, which finds and
+words the problem.
 
 Hostile input is answered in time linear in its size. libyaml refuses nesting beyond 1000
 levels; below that the node graph is measured before anything is built: nesting deeper than
@@ -29,10 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import OtelConfigError
+from .yaml_fast_path import NotPlain, plain_from_events
 
-_STR = "tag:yaml.org,2002:str"
-_MAP = "tag:yaml.org,2002:map"
-_SEQ = "tag:yaml.org,2002:seq"
 _MERGE = "tag:yaml.org,2002:merge"
 # A collector config nests about ten levels, a submit config six.
 MAX_DEPTH = 100
@@ -57,10 +51,6 @@ class _Refused(Exception):
         super().__init__(message)
         self.mark = mark
         self.message = message
-
-
-class _NotPlain(Exception):
-    """Not a plain tree, or a wrong one: the document is parsed again the reference way."""
 
 
 @functools.cache
@@ -100,105 +90,6 @@ def _duplicate(key: Any, key_node: Any) -> Exception:
     return yaml.constructor.ConstructorError(
         None, None, f"duplicate key {key!r}", key_node.start_mark
     )
-
-
-def _plain_from_events(text: str, loader_class: type) -> Any:
-    """The data of a plain tree, built from the parser's events; ``_NotPlain`` for any other
-    document (see the module docstring), which is then parsed the reference way."""
-    import yaml
-
-    scalar_node, scalar_event, end = yaml.ScalarNode, yaml.ScalarEvent, yaml.StreamEndEvent
-    mapping_start, mapping_end = yaml.MappingStartEvent, yaml.MappingEndEvent
-    sequence_start, sequence_end = yaml.SequenceStartEvent, yaml.SequenceEndEvent
-    document_end = yaml.DocumentEndEvent
-    if loader_class.yaml_path_resolvers:
-        raise _NotPlain  # tags that depend on a value's place: only the composer knows them
-    loader = loader_class(text)
-    containers: list[Any] = []  # open mappings and sequences, innermost last
-    keys: list[Any] = []  # per open container: the mapping's pending key, or _NO_KEY
-    root: Any = None
-    try:
-        next_event = loader.get_event
-        next_event()  # stream start
-        if type(next_event()) is end:
-            return None  # nothing but comments
-        while True:
-            event = next_event()
-            kind = type(event)
-            if kind is scalar_event:
-                value = _scalar(loader, event, scalar_node)
-            elif kind is mapping_start or kind is sequence_start:
-                tag = _MAP if kind is mapping_start else _SEQ
-                if event.anchor is not None or event.tag not in (None, tag):
-                    raise _NotPlain
-                if len(containers) >= MAX_DEPTH - 1:
-                    raise _NotPlain  # near the limit: the reference way judges, and words it
-                if containers and type(containers[-1]) is dict and keys[-1] is _NO_KEY:
-                    raise _NotPlain  # a mapping or sequence as a key
-                containers.append({} if kind is mapping_start else [])
-                keys.append(_NO_KEY)
-                continue
-            elif kind is mapping_end or kind is sequence_end:
-                value = containers.pop()
-                keys.pop()
-            elif kind is document_end and type(next_event()) is end:
-                return root
-            else:
-                raise _NotPlain  # an alias, a second document
-            if not containers:
-                root = value
-                continue
-            parent = containers[-1]
-            if type(parent) is list:
-                parent.append(value)
-            elif keys[-1] is _NO_KEY:
-                if value in parent:
-                    raise _NotPlain  # a duplicate, worded by the reference way with its line
-                keys[-1] = value
-            else:
-                parent[keys[-1]] = value
-                keys[-1] = _NO_KEY
-    except (yaml.YAMLError, ValueError, OverflowError, TypeError):
-        raise _NotPlain from None
-    finally:
-        loader.dispose()
-
-
-_NO_KEY = object()  # a mapping waiting for its next key
-
-
-def _scalar(loader: Any, event: Any, scalar_node: type) -> Any:
-    if event.anchor is not None:
-        raise _NotPlain
-    tag = event.tag
-    if tag is None or tag == "!":
-        if not event.implicit[0]:
-            return event.value  # quoted or a block: text, whatever it looks like
-        tag = _resolved(loader, scalar_node, event.value, event.implicit)
-    if tag == _STR:
-        return event.value
-    construct = loader.yaml_constructors.get(tag)
-    if construct is None or tag in (_MAP, _SEQ, _MERGE):
-        raise _NotPlain
-    return construct(
-        loader, scalar_node(tag, event.value, event.start_mark, event.end_mark, event.style)
-    )
-
-
-# The tag PyYAML's resolver gives a plain scalar depends only on its text here (the loader has no
-# path resolvers, and its implicit resolvers are fixed when the class is made), and the same keys
-# and values recur in every document: resolving each once saves a third of the construction.
-_RESOLVED: dict[tuple[str, tuple[bool, bool]], str] = {}
-_RESOLVED_MAX = 4096
-
-
-def _resolved(loader: Any, scalar_node: type, value: str, implicit: tuple[bool, bool]) -> str:
-    tag = _RESOLVED.get((value, implicit))
-    if tag is None:
-        tag = loader.resolve(scalar_node, value, implicit)
-        if len(_RESOLVED) < _RESOLVED_MAX:
-            _RESOLVED[value, implicit] = tag
-    return tag
 
 
 def _measure(root: Any) -> None:
@@ -289,8 +180,8 @@ def _check_nesting(text: str, loader_class: type) -> None:
 
 def _load(text: str, loader_class: type) -> Any:
     try:
-        return _plain_from_events(text, loader_class)
-    except _NotPlain:
+        return plain_from_events(text, loader_class, MAX_DEPTH)
+    except NotPlain:
         return _load_composed(text, loader_class)
 
 
