@@ -271,7 +271,7 @@ def _late_reasons(
     return []
 
 
-def weigh(
+def signal_report(
     signal: str,
     scan: FileScan,
     readings: dict[str, Reading],
@@ -370,4 +370,4 @@ def delivery_report(
         for path in signal_files(otel_dir, signal):
             scan_file(path, signal, readings, scans[signal], progress, health)
     known = {key: reading for key, reading in readings.items() if reading.series}
-    return [weigh(signal, scans[signal], known, log) for signal in SIGNALS]
+    return [signal_report(signal, scans[signal], known, log) for signal in SIGNALS]
