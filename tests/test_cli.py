@@ -303,7 +303,7 @@ def test_templates_lists_lines_ranges_and_combinations(tmp_path: Path) -> None:
 
 
 def test_templates_json(tmp_path: Path) -> None:
-    result = helpers.run_cli("templates", "--json", cwd=tmp_path)
+    result = helpers.run_cli("templates", "--format", "json", cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
@@ -337,7 +337,9 @@ def shell_assignments(stdout: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
-    ("flags", "parse"), [([], shell_assignments), (["--json"], json.loads)], ids=["plain", "json"]
+    ("flags", "parse"),
+    [([], shell_assignments), (["--format", "json"], json.loads)],
+    ids=["plain", "json"],
 )
 def test_env_prints_the_merged_driver_env(
     env_config: Path, tmp_path: Path, flags: list[str], parse
@@ -370,7 +372,9 @@ def test_env_without_gym_telemetry_is_driver_env_only(
     example_mapping["driver"]["env"] = {"NEMO_GYM_LOG_LEVEL": "lit:DEBUG"}
     config = write_config(tmp_path, example_mapping)
 
-    result = helpers.run_cli("env", config, "--gym-job-id", "gym-7", "--json", cwd=tmp_path)
+    result = helpers.run_cli(
+        "env", config, "--gym-job-id", "gym-7", "--format", "json", cwd=tmp_path
+    )
 
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"NEMO_GYM_LOG_LEVEL": "DEBUG"}
@@ -575,7 +579,9 @@ def test_check_and_templates_say_which_folder_each_rendering_came_from(tmp_path:
 
     checked = helpers.run_cli("check", "--template-dir", overrides, cwd=tmp_path)
     listed = helpers.run_cli("templates", "--template-dir", overrides, cwd=tmp_path)
-    as_json = helpers.run_cli("templates", "--json", "--template-dir", overrides, cwd=tmp_path)
+    as_json = helpers.run_cli(
+        "templates", "--format", "json", "--template-dir", overrides, cwd=tmp_path
+    )
 
     assert checked.returncode == 0, checked.stderr
     assert f"ok bundled example: current/file (override {overrides})" in checked.stdout.splitlines()

@@ -79,7 +79,10 @@ def test_graph_of_a_file_and_usage_errors(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout == pipeline_mermaid(yaml.safe_load(LEAKY), "OTEL_TOKEN")
     # Drawn, and the tenant rules it breaks are named: the token reaches the files.
-    assert "warning: service.pipelines.logs/files.exporters.file/logs: gets data carrying the tenant" in result.stderr
+    assert (
+        "warning: service.pipelines.logs/files.exporters.file/logs: gets data carrying the tenant"
+        in result.stderr
+    )
     both = helpers.run_cli("graph", path, "--config", helpers.EXAMPLE, cwd=tmp_path)
     assert both.returncode == 2
     neither = helpers.run_cli("graph", cwd=tmp_path)

@@ -76,7 +76,7 @@ def _signals(stdout: str) -> dict[str, Any]:
 
 def test_complete_job_exits_0_with_counts(tmp_path: Path) -> None:
     job = _job(tmp_path, [json.dumps(_traces(3)) + "\n"], [_reading("a", NOW, _counters(3))])
-    result = helpers.run_cli("report", job, "--json", cwd=tmp_path)
+    result = helpers.run_cli("report", job, "--format", "json", cwd=tmp_path)
     traces = _signals(result.stdout)["traces"]
     assert result.returncode == 0, result.stdout
     assert (traces["received"], traces["files"]["items"], traces["backend"]["sent"]) == (3, 3, 3)
@@ -85,7 +85,7 @@ def test_complete_job_exits_0_with_counts(tmp_path: Path) -> None:
 def test_requeued_job_sums_both_collector_processes(tmp_path: Path) -> None:
     readings = [_reading("first", NOW, _counters(3)), _reading("second", NOW + 1, _counters(2))]
     job = _job(tmp_path, [json.dumps(_traces(3)) + "\n", json.dumps(_traces(2)) + "\n"], readings)
-    result = helpers.run_cli("report", job, "--json", cwd=tmp_path)
+    result = helpers.run_cli("report", job, "--format", "json", cwd=tmp_path)
     traces = _signals(result.stdout)["traces"]
     assert result.returncode == 0, result.stdout
     assert (traces["received"], traces["backend"]["sent"]) == (5, 5)
@@ -122,7 +122,7 @@ def _dropped(time_ns: int, items: int, signal: str = "traces") -> str:
 
 def test_items_after_the_last_reading_cannot_be_told_without_the_log(tmp_path: Path) -> None:
     job = _job(tmp_path, LATE_TRACES, [_reading("a", NOW, _counters(3))])
-    result = helpers.run_cli("report", job, "--json", cwd=tmp_path)
+    result = helpers.run_cli("report", job, "--format", "json", cwd=tmp_path)
     document = json.loads(result.stdout)
     backend = _signals(result.stdout)["traces"]["backend"]
     assert result.returncode == 3, "cannot be told has its own exit status"
@@ -138,7 +138,7 @@ def test_items_after_the_last_reading_are_judged_by_a_clean_log(tmp_path: Path) 
     the late items reached the backend: complete, exit 0."""
     job = _job(tmp_path, LATE_TRACES, [_reading("a", NOW, _counters(3))])
     (job / "otel" / "collector.log").write_text(CLEAN_STOP)
-    result = helpers.run_cli("report", job, "--json", cwd=tmp_path)
+    result = helpers.run_cli("report", job, "--format", "json", cwd=tmp_path)
     traces = _signals(result.stdout)["traces"]
     assert result.returncode == 0, result.stdout
     assert traces["verdict"] == "complete" and traces["after_last_reading"] == 2
@@ -149,7 +149,7 @@ def test_late_losses_in_the_log_make_the_job_incomplete(tmp_path: Path) -> None:
     log = tmp_path / "elsewhere.log"
     # Before the last reading: already counted by it (and 0 here); after it: lost.
     log.write_text(_dropped(NOW - 1_000_000_000, 7) + _dropped(NOW + 1_000_000_000, 2) + CLEAN_STOP)
-    result = helpers.run_cli("report", job, "--json", "--log", log, cwd=tmp_path)
+    result = helpers.run_cli("report", job, "--format", "json", "--log", log, cwd=tmp_path)
     traces = _signals(result.stdout)["traces"]
     assert result.returncode == 1, result.stdout
     assert traces["verdict"] == "incomplete"
@@ -185,7 +185,7 @@ def test_a_lost_item_wins_over_an_unknown_one(tmp_path: Path) -> None:
 def _report_to(job: Path, *, stdout: Any, stderr: Any, json_output: bool = False) -> Any:
     """The report command with its output streams where the test puts them."""
     return subprocess.run(
-        [str(helpers.CLI), "report", str(job), *(["--json"] if json_output else [])],
+        [str(helpers.CLI), "report", str(job), *(["--format", "json"] if json_output else [])],
         stdout=stdout,
         stderr=stderr,
         env=helpers.cli_env(),
@@ -196,7 +196,7 @@ def _report_to(job: Path, *, stdout: Any, stderr: Any, json_output: bool = False
 
 
 def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
-    """``report --json | head -1``: the reader goes away; no traceback, no message."""
+    """``report --format json | head -1``: the reader goes away; no traceback, no message."""
     job = _job(tmp_path, [json.dumps(_traces(3)) + "\n"], [_reading("a", NOW, _counters(3))])
     reader, writer = os.pipe()
     os.close(reader)  # closed before the command writes a byte
@@ -207,7 +207,7 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     assert result.stderr == ""
     assert result.returncode == 141
     shell = subprocess.run(
-        ["bash", "-c", f"set -o pipefail; {helpers.CLI} report {job} --json | head -1"],
+        ["bash", "-c", f"set -o pipefail; {helpers.CLI} report {job} --format json | head -1"],
         capture_output=True,
         text=True,
         env=helpers.cli_env(),
@@ -246,7 +246,7 @@ def test_rotated_files_are_read_oldest_first_with_the_live_one(tmp_path: Path) -
     job = _job(tmp_path, [json.dumps(_traces(2)) + "\n"], [_reading("a", NOW, _counters(5))])
     rotated = job / "otel" / "traces-2026-12-03T16-20-00.000.jsonl"
     rotated.write_text(json.dumps(_traces(3)) + "\n")
-    result = helpers.run_cli("report", job, "--json", cwd=tmp_path)
+    result = helpers.run_cli("report", job, "--format", "json", cwd=tmp_path)
     traces = _signals(result.stdout)["traces"]
     assert result.returncode == 0, result.stdout
     assert traces["files"]["items"] == 5, traces

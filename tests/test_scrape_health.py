@@ -64,7 +64,7 @@ def test_each_missing_target_is_named_with_its_node(tmp_path: Path) -> None:
             "model-judge.json": ["n2:8100"],
         },
     )
-    result = helpers.run_cli("report", job_dir, "--json", cwd=tmp_path)
+    result = helpers.run_cli("report", job_dir, "--format", "json", cwd=tmp_path)
     targets = {t["instance"]: t for t in json.loads(result.stdout)["scrape_targets"]}
     assert {i: (t["node"], t["state"]) for i, t in targets.items()} == {
         "n1:9100": ("n1", "up"),
@@ -92,6 +92,6 @@ def test_each_missing_target_is_named_with_its_node(tmp_path: Path) -> None:
 
 def test_a_job_without_scraping_lists_no_targets(tmp_path: Path) -> None:
     job_dir = _job_dir(tmp_path, [], {})
-    result = helpers.run_cli("report", job_dir, "--json", cwd=tmp_path)
+    result = helpers.run_cli("report", job_dir, "--format", "json", cwd=tmp_path)
     assert json.loads(result.stdout)["scrape_targets"] == []
     assert "scrape targets" not in helpers.run_cli("report", job_dir, cwd=tmp_path).stdout

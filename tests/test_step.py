@@ -226,7 +226,15 @@ def test_cli_step_prints_the_fragment_and_the_json(tmp_path: Path) -> None:
     )
     assert subprocess.run(["bash", "-n"], input=script.stdout, text=True).returncode == 0
     as_json = helpers.run_cli(
-        "step", example, "--benchmark", "aime25", "--job-dir", JOB_DIR, "--json", cwd=tmp_path
+        "step",
+        example,
+        "--benchmark",
+        "aime25",
+        "--job-dir",
+        JOB_DIR,
+        "--format",
+        "json",
+        cwd=tmp_path,
     )
     assert as_json.returncode == 0, as_json.stderr
     data = json.loads(as_json.stdout)

@@ -129,7 +129,7 @@ def run_job(life: Life, outage: bool) -> tuple[int, str, dict[str, int]]:
 
 
 def report(life: Life, *extra: str | Path) -> tuple[int, dict[str, Any]]:
-    result = helpers.run_cli("report", life.job_dir, "--json", *extra, cwd=life.tmp_path)
+    result = helpers.run_cli("report", life.job_dir, "--format", "json", *extra, cwd=life.tmp_path)
     assert result.stderr == "", result.stderr
     return result.returncode, json.loads(result.stdout)
 

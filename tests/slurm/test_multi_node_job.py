@@ -116,7 +116,7 @@ def check_shared_attributes(result: Result, points: list[Any], where: str) -> No
 
 
 def report(job_dir: Path) -> dict[str, Any]:
-    completed = helpers.run_cli("report", job_dir, "--json", cwd=job_dir)
+    completed = helpers.run_cli("report", job_dir, "--format", "json", cwd=job_dir)
     return json.loads(completed.stdout)
 
 

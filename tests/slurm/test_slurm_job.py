@@ -315,7 +315,7 @@ def test_delivery_report_job_stops_cleanly_and_is_reported(
     (note,) = slurm.stop_error.splitlines()
     assert "only the delivery report's own last reading" in note and "12944" in note, note
     assert slurm.job_state == "COMPLETED", slurm.job_state
-    report = helpers.run_cli("report", slurm.job_dir, "--json", cwd=tmp_path)
+    report = helpers.run_cli("report", slurm.job_dir, "--format", "json", cwd=tmp_path)
     assert report.returncode in (0, 1), report.stderr
     signals = {s["signal"]: s for s in json.loads(report.stdout)["signals"]}
     result = slurm.result
