@@ -32,7 +32,7 @@ from .._submit.rules import validate_gym_telemetry
 from .._submit.token import resolve_token
 from .._templating.catalogue import format_version, search_path, template_set
 from .._views.mermaid import pipeline_mermaid
-from .._views.report import run_report
+from .._views.report import show_report
 from .._views.verdicts import origin_text, show_verdicts, warning_lines
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_CANNOT_TELL = 0, 1, 2, 3
@@ -230,4 +230,4 @@ def report(args: argparse.Namespace) -> int:
             "pass the benchmark's job directory, <output_path>/<gym_job_id>/<benchmark>"
         )
     log = Path(args.log) if args.log else None
-    return _REPORT_EXIT[run_report(job_dir, args.format == "json", log)]
+    return _REPORT_EXIT[show_report(job_dir, args.format, log)]

@@ -12,16 +12,9 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from .._common.constants import COLLECTOR_DIR, COLLECTOR_LOG_NAME, SIGNALS
-from .._job_dir.collector_log import read_collector_log
-from .._job_dir.delivery_report import (
-    CANNOT_TELL,
-    Progress,
-    SignalReport,
-    delivery_report,
-    signal_files,
-)
-from .._job_dir.scrape_health import ScrapeHealth, TargetHealth
+from .._job_dir.delivery_report import SignalReport
+from .._job_dir.job_report import read_job_report, telemetry_bytes
+from .._job_dir.scrape_health import TargetHealth
 
 _BAR_WIDTH = 30
 _HEADERS = ("signal", "received", "in files", "to backend", "failed/dropped", "verdict")
@@ -94,47 +87,21 @@ def _targets_section(targets: list[TargetHealth]) -> str:
     return "\n".join(lines)
 
 
-def job_verdict(reports: list[SignalReport]) -> str:
-    """incomplete when any signal lost something, else cannot be told when any signal's fate
-    is unknown, else complete."""
-    verdicts = {report.verdict for report in reports}
-    for verdict in ("incomplete", CANNOT_TELL):
-        if verdict in verdicts:
-            return verdict
-    return "complete"
-
-
-def run_report(job_dir: Path, as_json: bool, log_path: Path | None = None) -> str:
-    """Print the report of ``job_dir`` and return the job's verdict (:func:`job_verdict`);
-    ``log_path`` is the collector's log (default: ``<job dir>/otel/collector.log``, where the
-    job step writes it)."""
-    otel_dir = job_dir / COLLECTOR_DIR
-    log = read_collector_log(log_path or otel_dir / COLLECTOR_LOG_NAME)
+def show_report(job_dir: Path, output: str, log_path: Path | None = None) -> str:
+    """Print the report of ``job_dir`` as ``output`` ("text" or "json") and return the job's
+    verdict; a progress bar on a terminal's stderr while the files are read."""
     bar: _ProgressBar | None = None
-    progress: Progress | None = None
     if sys.stderr.isatty():
-        paths = [p for s in SIGNALS for p in signal_files(otel_dir, s) if p.exists()]
-        bar = _ProgressBar(sum(p.stat().st_size for p in paths), sys.stderr)
-        progress = bar
-    health = ScrapeHealth()
-    health.expect_written_targets(otel_dir)
+        bar = _ProgressBar(telemetry_bytes(job_dir), sys.stderr)
     try:
-        reports = delivery_report(otel_dir, progress, health, log)
+        report = read_job_report(job_dir, log_path, bar)
     finally:
         if bar:
             bar.close()
-    verdict = job_verdict(reports)
-    if as_json:
-        document = {
-            "job_dir": str(job_dir),
-            "complete": verdict == "complete",
-            "verdict": verdict,
-            "signals": [r.as_dict() for r in reports],
-            "scrape_targets": [t.as_dict() for t in health.targets()],
-        }
-        print(json.dumps(document, indent=2))
+    if output == "json":
+        print(json.dumps(report.as_dict(), indent=2))
     else:
-        print(_table(reports))
-        if health.targets():
-            print(_targets_section(health.targets()))
-    return verdict
+        print(_table(report.signals))
+        if report.targets:
+            print(_targets_section(report.targets))
+    return report.verdict

@@ -1,0 +1,59 @@
+"""A job directory read back: per signal what its collector received and delivered, every scrape
+target's health, and the job's verdict. ``report`` shows it; a drain will add what it sent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._common.constants import COLLECTOR_DIR, COLLECTOR_LOG_NAME, SIGNALS
+from .collector_log import read_collector_log
+from .delivery_report import CANNOT_TELL, Progress, SignalReport, delivery_report, signal_files
+from .scrape_health import ScrapeHealth, TargetHealth
+
+
+@dataclass(frozen=True)
+class JobReport:
+    job_dir: Path
+    signals: list[SignalReport]
+    targets: list[TargetHealth]
+
+    @property
+    def verdict(self) -> str:
+        """incomplete when any signal lost something, else cannot be told when any signal's
+        fate is unknown, else complete. Scrape targets do not change it (a node without GPUs
+        has no DCGM exporter); they show what the data lacks."""
+        verdicts = {report.verdict for report in self.signals}
+        for verdict in ("incomplete", CANNOT_TELL):
+            if verdict in verdicts:
+                return verdict
+        return "complete"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "job_dir": str(self.job_dir),
+            "complete": self.verdict == "complete",
+            "verdict": self.verdict,
+            "signals": [r.as_dict() for r in self.signals],
+            "scrape_targets": [t.as_dict() for t in self.targets],
+        }
+
+
+def telemetry_bytes(job_dir: Path) -> int:
+    """How much the report reads: the size of every signal file, for a progress bar."""
+    otel_dir = job_dir / COLLECTOR_DIR
+    paths = [p for s in SIGNALS for p in signal_files(otel_dir, s) if p.exists()]
+    return sum(p.stat().st_size for p in paths)
+
+
+def read_job_report(
+    job_dir: Path, log_path: Path | None = None, progress: Progress | None = None
+) -> JobReport:
+    """The report of ``job_dir``; ``log_path`` is the collector's log (default
+    ``<job dir>/otel/collector.log``, where the job step writes it)."""
+    otel_dir = job_dir / COLLECTOR_DIR
+    log = read_collector_log(log_path or otel_dir / COLLECTOR_LOG_NAME)
+    health = ScrapeHealth()
+    health.expect_written_targets(otel_dir)
+    signals = delivery_report(otel_dir, progress, health, log)
+    return JobReport(job_dir, signals, health.targets())
