@@ -18,7 +18,7 @@ import yaml
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors.otel import render_collector_config
-from nemo_gym.orchestration.executors.otel._render.verdicts import line_variants
+from nemo_gym.orchestration.executors.otel._render.verdicts import asking_for, line_variants
 from nemo_gym.orchestration.executors.otel._templating.catalogue import search_path, template_set
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,9 +104,9 @@ def variants(config: SubmitConfig) -> Iterator[tuple[str, str, SubmitConfig]]:
             yield line.name, combination, variant
 
 
-def variant(config: SubmitConfig, line: str, combination: str) -> SubmitConfig:
-    """``config`` asking for ``combination`` at the lowest release of the built-in ``line``."""
-    return next(v for name, c, v in variants(config) if (name, c) == (line, combination))
+def variant(config: SubmitConfig, collector_version: str, combination: str) -> SubmitConfig:
+    """``config`` asking for ``combination`` for a collector of ``collector_version``."""
+    return asking_for(config, combination, collector_version)
 
 
 def job_dir(config: SubmitConfig, benchmark: str, gym_job_id: str = "gym-20261202-0001") -> str:

@@ -59,7 +59,7 @@ def test_an_override_with_a_filter_processor_renders_and_validates(
         override_with_filter(line), encoding="utf-8"
     )
     example = SubmitConfig.from_yaml(helpers.EXAMPLE)
-    config = helpers.variant(example, line, "otlp_http+file")
+    config = helpers.variant(example, helpers.line_versions()[line], "otlp_http+file")
     benchmark = next(iter(config.driver.benchmarks))
     text = render_collector_config(
         config, benchmark, helpers.job_dir(config, benchmark), template_dirs=[templates]

@@ -127,16 +127,20 @@ def example_job_dir(config: SubmitConfig, gym_job_id: str, benchmark: object) ->
     return f"{output_path.rstrip('/')}/{gym_job_id}/{benchmark}"
 
 
+def asking_for(config: SubmitConfig, combination: str, collector_version: str) -> SubmitConfig:
+    """``config`` with the exporters of ``combination`` (``otlp_http+file``) for a collector
+    of ``collector_version``."""
+    otel = dataclasses.replace(
+        config.otel, exporters=tuple(combination.split("+")), collector_version=collector_version
+    )
+    return dataclasses.replace(config, otel=otel)
+
+
 def line_variants(config: SubmitConfig, line: Line) -> Iterator[tuple[str, SubmitConfig]]:
     """(combination, ``config`` asking for it at the line's lowest release) for every
     combination ``line`` has: the matrix ``check`` renders, and the tests with it."""
     for combination in sorted(line.templates):
-        otel = dataclasses.replace(
-            config.otel,
-            exporters=tuple(combination.split("+")),
-            collector_version=format_version(line.collector_min),
-        )
-        yield combination, dataclasses.replace(config, otel=otel)
+        yield combination, asking_for(config, combination, format_version(line.collector_min))
 
 
 def judge_renderings(
