@@ -13,30 +13,21 @@ import os
 
 import pytest
 import upstream_corpus as upstream
-from support.otelcol import collector_binary
+from support.otelcol import collector_binary, go_module_cache
 
 pytestmark = pytest.mark.collector
 
 MANIFESTS = upstream.manifests()
 
 
-def _module_cache_or_skip() -> object:
-    try:
-        return upstream.module_cache()
-    except (OSError, ValueError) as exc:  # no go command
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"no Go module cache: {exc}")
-        pytest.skip(f"no Go module cache ({exc}); install Go and run tools/build-otelcol")
-
-
 @pytest.fixture(scope="module")
 def judgements() -> dict[str, upstream.Judgement]:
-    cache_dir = _module_cache_or_skip()
+    cache_dir = go_module_cache()
     found = {}
     for manifest in MANIFESTS:
         binary = collector_binary(manifest)
         try:
-            corpus = upstream.corpus(manifest, cache_dir)  # type: ignore[arg-type]
+            corpus = upstream.corpus(manifest, cache_dir)
         except FileNotFoundError as exc:
             if os.environ.get("CI") == "true":
                 pytest.fail(str(exc))

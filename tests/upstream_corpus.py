@@ -363,28 +363,29 @@ def collector_verdicts(
 
 
 @cache
-def expectations() -> dict[str, Any]:
-    return yaml.safe_load(EXPECTATIONS.read_text(encoding="utf-8"))
+def expectations(path: Path = EXPECTATIONS) -> dict[str, Any]:
+    """A data file of expected disagreements: this corpus's (the default) or another one's (the
+    real-world corpus); the reasons are defined once, in this corpus's file."""
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
-def stricter_reason(case_id: str) -> str | None:
-    data = expectations()
-    kind = (data.get("stricter_on_purpose") or {}).get(case_id)
-    return None if kind is None else data["reasons"]["stricter_on_purpose"][kind]
+def _reason(kind: str, case_id: str, path: Path) -> str | None:
+    key = (expectations(path).get(kind) or {}).get(case_id)
+    return None if key is None else expectations()["reasons"][kind][key]
 
 
-def binary_reason(case_id: str) -> str | None:
-    data = expectations()
-    kind = (data.get("needs_the_binary") or {}).get(case_id)
-    return None if kind is None else data["reasons"]["needs_the_binary"][kind]
+def stricter_reason(case_id: str, path: Path = EXPECTATIONS) -> str | None:
+    return _reason("stricter_on_purpose", case_id, path)
 
 
-def gap_reason(case_id: str) -> str | None:
+def binary_reason(case_id: str, path: Path = EXPECTATIONS) -> str | None:
+    return _reason("needs_the_binary", case_id, path)
+
+
+def gap_reason(case_id: str, path: Path = EXPECTATIONS) -> str | None:
     """A disagreement not fixed yet (``open_gaps``): allowed by the test, counted against the
     agreement in the figures."""
-    data = expectations()
-    kind = (data.get("open_gaps") or {}).get(case_id)
-    return None if kind is None else data["reasons"]["open_gaps"][kind]
+    return _reason("open_gaps", case_id, path)
 
 
 @dataclass
@@ -414,10 +415,18 @@ class Judgement:
         )
 
 
-def judge(found: Corpus, package: list[Verdict], collector: list[Verdict]) -> Judgement:
+def judge(
+    found: Corpus,
+    package: list[Verdict],
+    collector: list[Verdict],
+    expected: Path = EXPECTATIONS,
+) -> Judgement:
+    """Each case's two verdicts against the expected disagreements listed in ``expected``."""
     judgement = Judgement(found)
     for case, ours, theirs in zip(found.cases, package, collector, strict=True):
-        stricter, blind, gap = stricter_reason(case.id), binary_reason(case.id), gap_reason(case.id)
+        stricter = stricter_reason(case.id, expected)
+        blind = binary_reason(case.id, expected)
+        gap = gap_reason(case.id, expected)
         if stricter or blind or gap:
             judgement.seen.add(case.id)
         if ours.accepted == theirs.accepted:

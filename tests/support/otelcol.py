@@ -13,6 +13,7 @@ from pathlib import Path
 
 import helpers
 import pytest
+import upstream_corpus
 
 BUILD = helpers.REPO / "tools" / "build-otelcol"
 
@@ -44,6 +45,17 @@ def collector_binary(line: str) -> Path:
     if os.environ.get("CI") == "true":
         pytest.fail(message)
     pytest.skip(message)
+
+
+def go_module_cache() -> Path:
+    """The Go module cache holding the manifests' module sources (their testdata, their
+    ``metadata.yaml``); without a go command, a skip, or a failure under CI=true."""
+    try:
+        return upstream_corpus.module_cache()
+    except (OSError, ValueError) as exc:  # no go command
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"no Go module cache: {exc}")
+        pytest.skip(f"no Go module cache ({exc}); install Go and run tools/build-otelcol")
 
 
 # What the collector's environment holds in a job: the expansions the templates write resolve.
