@@ -4,6 +4,7 @@
 manifests, upstream's ``config.schema.yaml`` files in the Go module cache and the overlays in
 ``collector/schema/``, and fails on any difference from the committed file. The module cache is
 filled by ``tools/build-otelcol``; outside CI the test skips without it, in CI it fails.
+``tools/generate-ottl-facts --check`` does the same for the OTTL function and path names.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import helpers
 import pytest
 
 GENERATOR = helpers.REPO / "tools" / "generate-collector-schemas"
-# The exit code of tools/generate-collector-schemas when the module cache lacks its inputs.
+# The OTTL facts (function and path names) beside the schemas, generated the same way.
+GENERATORS = [GENERATOR, helpers.REPO / "tools" / "generate-ottl-facts"]
+# The exit code of both generators when the module cache lacks their inputs.
 MISSING_INPUTS = 3
 
 
@@ -31,11 +34,12 @@ def _unavailable(message: str) -> None:
     pytest.skip(message)
 
 
-def test_regenerating_the_schemas_changes_nothing() -> None:
+@pytest.mark.parametrize("generator", GENERATORS, ids=lambda p: p.name)
+def test_regenerating_the_schemas_changes_nothing(generator: Path) -> None:
     if shutil.which("go") is None:
         _unavailable("the go command is not on PATH: the generator reads the Go module cache")
     result = subprocess.run(
-        [sys.executable, str(GENERATOR), "--check"], capture_output=True, text=True, check=False
+        [sys.executable, str(generator), "--check"], capture_output=True, text=True, check=False
     )
     if result.returncode == MISSING_INPUTS:
         _unavailable(

@@ -1,0 +1,395 @@
+"""Reading one OTTL statement or condition: its syntax, the functions it calls, the paths it reads.
+
+The collector parses OTTL with a participle grammar (``pkg/ottl/grammar.go``: ``parsedStatement``,
+``booleanExpression`` and the lexer of ``buildLexer``; ``parser.go``: ``newParser`` with unlimited
+lookahead). Without this reader a misspelt statement passes the package and stops the collector
+at start-up, on the node. The grammar is written here as a parser with ordered choice and
+backtracking, which is what participle does with unlimited lookahead; it follows the newest
+grammar of the lines (v0.161.0, which added lambdas), so an older line's statements are read
+with at least the freedom their collector has. Standard library only, as the rest of the checks.
+
+Only what the grammar itself refuses is an error here (``OttlSyntaxError``), with the custom
+checks upstream runs right after parsing (``grammarCustomErrorsVisitor``: an editor used as a
+value, a converter as the statement, an indexed editor). Which functions and paths exist is the
+caller's to judge, from :class:`Reading`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# pkg/ottl/grammar.go buildLexer, in its order: the first rule that matches wins (not the longest).
+_RULES = (
+    ("Bytes", r"0x[a-fA-F0-9]+"),
+    ("Float", r"(\d+\.\d*|\d*\.\d+)([eE][-+]?\d+)?"),
+    ("Int", r"\d+"),
+    ("String", r'"(\\.|[^\\"])*"'),
+    ("Nil", r"\b(nil)\b"),
+    ("OpNot", r"\b(not)\b"),
+    ("OpOr", r"\b(or)\b"),
+    ("OpAnd", r"\b(and)\b"),
+    ("OpComparison", r"==|!=|>=|<=|>|<"),
+    ("LambdaArrow", r"=>"),
+    ("OpAddSub", r"\+|\-"),
+    ("OpMultDiv", r"\/|\*"),
+    ("Boolean", r"\b(true|false)\b"),
+    ("Equal", r"="),
+    ("LParen", r"\("),
+    ("RParen", r"\)"),
+    ("LBrace", r"\{"),
+    ("RBrace", r"\}"),
+    ("Colon", r"\:"),
+    ("Punct", r"[,.\[\]]"),
+    ("Uppercase", r"[A-Z][A-Z0-9_]*"),
+    ("Lowercase", r"[a-z][a-z0-9_]*"),
+    ("whitespace", r"\s+"),
+    ("Underscore", r"\b(_)\b"),
+)
+_COMPILED = tuple((kind, re.compile(pattern, re.ASCII)) for kind, pattern in _RULES)
+
+
+class OttlSyntaxError(ValueError):
+    """The collector's parser refuses the text; the message says where."""
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str
+    text: str
+    offset: int
+
+
+@dataclass
+class Reading:
+    """What a statement or condition that parses uses: its function calls as (kind, name), kind
+    ``editor`` or ``converter``; its paths as their dotted segments (paths whose first segment
+    is a lambda's parameter are left out: they are local)."""
+
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    paths: list[tuple[str, ...]] = field(default_factory=list)
+
+
+def tokens(text: str) -> list[Token]:
+    """The lexer's tokens without whitespace. Like participle's simple lexer, a rule's ``\\b`` is
+    judged on the rest of the text, whose start counts as a word boundary."""
+    found = []
+    offset = 0
+    while offset < len(text):
+        rest = text[offset:]
+        for kind, pattern in _COMPILED:
+            match = pattern.match(rest)
+            if match and match.end():
+                if kind != "whitespace":
+                    found.append(Token(kind, match[0], offset))
+                offset += match.end()
+                break
+        else:
+            raise OttlSyntaxError(f"invalid input text {rest[:10]!r} at offset {offset}")
+    return found
+
+
+def read_statement(text: str) -> Reading:
+    """An editor call, then an optional ``where`` condition (grammar.go ``parsedStatement``)."""
+    return _Parser(text).statement()
+
+
+def read_condition(text: str) -> Reading:
+    """A boolean expression (grammar.go ``booleanExpression``), as conditions are parsed."""
+    return _Parser(text).condition()
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = tokens(text)
+        self.i = 0
+        self.reading = Reading()
+        self.errors: list[str] = []
+        self.locals: list[frozenset[str]] = []
+        self.furthest = 0
+
+    # -- entry points -------------------------------------------------------------------------
+
+    def statement(self) -> Reading:
+        if self._editor():
+            pass
+        elif self._converter():
+            self.errors.append(
+                f"editor names must start with a lowercase letter but got "
+                f"'{self.reading.calls[0][1]}'"
+            )
+        else:
+            self._fail()
+        if self._peek("Lowercase", "where"):
+            self.i += 1
+            if not self._boolean_expression():
+                self._fail()
+        return self._finish()
+
+    def condition(self) -> Reading:
+        if not self._boolean_expression():
+            self._fail()
+        return self._finish()
+
+    def _finish(self) -> Reading:
+        if self.i != len(self.tokens):
+            self.furthest = max(self.furthest, self.i)
+            self._fail()
+        if self.errors:
+            raise OttlSyntaxError("; ".join(self.errors))
+        return self.reading
+
+    def _fail(self) -> None:
+        if self.furthest < len(self.tokens):
+            token = self.tokens[self.furthest]
+            near = self.text[token.offset : token.offset + 10].strip()
+            raise OttlSyntaxError(f"invalid syntax near `{near}`")
+        raise OttlSyntaxError("invalid syntax: the text ends too early")
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _peek(self, kind: str, text: str | None = None, ahead: int = 0) -> bool:
+        at = self.i + ahead
+        if at >= len(self.tokens):
+            return False
+        token = self.tokens[at]
+        return token.kind == kind and (text is None or token.text == text)
+
+    def _take(self, kind: str, text: str | None = None) -> Token | None:
+        if self._peek(kind, text):
+            self.i += 1
+            self.furthest = max(self.furthest, self.i)
+            return self.tokens[self.i - 1]
+        self.furthest = max(self.furthest, self.i)
+        return None
+
+    def _mark(self) -> tuple[int, int, int, int]:
+        return self.i, len(self.reading.calls), len(self.reading.paths), len(self.errors)
+
+    def _reset(self, mark: tuple[int, int, int, int]) -> bool:
+        self.i = mark[0]
+        del self.reading.calls[mark[1] :]
+        del self.reading.paths[mark[2] :]
+        del self.errors[mark[3] :]
+        return False
+
+    def _attempt(self, rule) -> bool:  # type: ignore[no-untyped-def]
+        mark = self._mark()
+        return rule() or self._reset(mark)
+
+    def _name(self, first: str) -> str | None:
+        """``@(First (Uppercase | Lowercase)*)``: the tokens, whitespace elided, make one name."""
+        token = self._take(first)
+        if token is None:
+            return None
+        name = token.text
+        while self._peek("Uppercase") or self._peek("Lowercase"):
+            name += self._take(self.tokens[self.i].kind).text  # type: ignore[union-attr]
+        return name
+
+    # -- functions ----------------------------------------------------------------------------
+
+    def _call(self, kind: str, first: str) -> bool:
+        mark = self._mark()
+        name = self._name(first)
+        if name is None or not self._arguments():
+            return self._reset(mark)
+        self.reading.calls.insert(mark[1], (kind, name))
+        keys = 0
+        while self._attempt(self._key):
+            keys += 1
+        if keys and kind == "editor":
+            self.errors.append(
+                f"only paths and converters may be indexed, not editors, but got {name}"
+            )
+        return True
+
+    def _editor(self) -> bool:
+        return self._call("editor", "Lowercase")
+
+    def _converter(self) -> bool:
+        return self._call("converter", "Uppercase")
+
+    def _arguments(self) -> bool:
+        if not self._take("LParen"):
+            return False
+        if self._attempt(self._argument):
+            while self._take("Punct", ","):
+                if not self._argument():
+                    return False
+        return bool(self._take("RParen"))
+
+    def _argument(self) -> bool:
+        mark = self._mark()
+        if not (self._name("Lowercase") and self._take("Equal")):
+            self._reset(mark)
+        if self._attempt(self._value):
+            return True
+        return self._name("Uppercase") is not None
+
+    # -- values -------------------------------------------------------------------------------
+
+    def _value(self) -> bool:
+        if self._take("Nil"):
+            return True
+        mark = self._mark()
+        if self._math_literal() and not (self._peek("OpAddSub") or self._peek("OpMultDiv")):
+            return True
+        self._reset(mark)
+        for rule in (self._lambda, self._math_expression):
+            if self._attempt(rule):
+                return True
+        for kind in ("Bytes", "String", "Boolean"):
+            if self._take(kind):
+                return True
+        if self._peek("Uppercase") and not self._peek("Lowercase", ahead=1):
+            self.i += 1
+            return True
+        return self._attempt(self._map) or self._attempt(self._list)
+
+    def _math_literal(self) -> bool:
+        mark = self._mark()
+        if self._editor():
+            self.errors.append(
+                "converter names must start with an uppercase letter but got "
+                f"'{self.reading.calls[mark[1]][1]}'"
+            )
+            return True
+        if self._attempt(self._converter):
+            return True
+        if self._take("Float") or self._take("Int"):
+            return True
+        return self._attempt(self._path)
+
+    def _path(self) -> bool:
+        segments = []
+        mark = self._mark()
+        context = self._take("Lowercase")
+        if context and self._take("Punct", "."):
+            segments.append(context.text)
+        else:
+            self._reset(mark)
+        while True:
+            name = self._take("Lowercase")
+            if name is None:
+                return False
+            segments.append(name.text)
+            while self._attempt(self._key):
+                pass
+            if not (self._peek("Punct", ".") and self._peek("Lowercase", ahead=1)):
+                break
+            self.i += 1
+        if not any(segments[0] in scope for scope in self.locals):
+            self.reading.paths.append(tuple(segments))
+        return True
+
+    def _key(self) -> bool:
+        """Each alternative is tried up to the closing bracket (``[1 + 2]`` is not ``[1``)."""
+        if not self._take("Punct", "["):
+            return False
+        for rule in (
+            lambda: self._take("String"),
+            lambda: self._take("Int"),
+            self._math_expression,
+            self._math_literal,
+        ):
+            if self._attempt(lambda rule=rule: bool(rule()) and bool(self._take("Punct", "]"))):
+                return True
+        return False
+
+    def _list(self) -> bool:
+        if not self._take("Punct", "["):
+            return False
+        if self._attempt(self._value):
+            while self._take("Punct", ","):
+                if not self._value():
+                    return False
+        return bool(self._take("Punct", "]"))
+
+    def _map(self) -> bool:
+        if not self._take("LBrace"):
+            return False
+        while self._peek("String"):
+            self.i += 1
+            if not (self._take("Colon") and self._value()):
+                return False
+            self._take("Punct", ",")
+        return bool(self._take("RBrace"))
+
+    def _lambda(self) -> bool:
+        if not self._take("LParen"):
+            return False
+        params = []
+        param = self._take("Lowercase") or self._take("Underscore")
+        if param:
+            params.append(param.text)
+            while self._take("Punct", ","):
+                param = self._take("Lowercase") or self._take("Underscore")
+                if param is None:
+                    return False
+                params.append(param.text)
+        if not (self._take("RParen") and self._take("LambdaArrow")):
+            return False
+        self.locals.append(frozenset(params))
+        try:
+            mark = self._mark()
+            if self._value() and not any(
+                self._peek(kind) for kind in ("OpOr", "OpAnd", "OpComparison")
+            ):
+                return True
+            self._reset(mark)
+            return self._boolean_expression()
+        finally:
+            self.locals.pop()
+
+    # -- arithmetic ---------------------------------------------------------------------------
+
+    def _chain(self, operand, operator: str) -> bool:  # type: ignore[no-untyped-def]
+        """``operand (operator operand)*``: an operator whose right side fails is left unread."""
+        if not operand():
+            return False
+        while self._peek(operator):
+            mark = self._mark()
+            self.i += 1
+            if not operand():
+                self._reset(mark)
+                break
+        return True
+
+    def _math_expression(self) -> bool:
+        return self._chain(self._add_sub_term, "OpAddSub")
+
+    def _add_sub_term(self) -> bool:
+        return self._chain(self._math_value, "OpMultDiv")
+
+    def _math_value(self) -> bool:
+        mark = self._mark()
+        self._take("OpAddSub")
+        if self._attempt(self._math_literal):
+            return True
+        if self._take("LParen") and self._math_expression() and self._take("RParen"):
+            return True
+        return self._reset(mark)
+
+    # -- booleans -----------------------------------------------------------------------------
+
+    def _boolean_expression(self) -> bool:
+        return self._chain(self._term, "OpOr")
+
+    def _term(self) -> bool:
+        return self._chain(self._boolean_value, "OpAnd")
+
+    def _boolean_value(self) -> bool:
+        mark = self._mark()
+        self._take("OpNot")
+        if self._attempt(self._comparison):
+            return True
+        if self._take("Boolean") or self._attempt(self._converter):
+            return True
+        if self._take("LParen") and self._boolean_expression() and self._take("RParen"):
+            return True
+        return self._reset(mark)
+
+    def _comparison(self) -> bool:
+        return self._value() and bool(self._take("OpComparison")) and self._value()

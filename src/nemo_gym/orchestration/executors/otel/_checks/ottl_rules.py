@@ -1,0 +1,186 @@
+"""The OTTL of the transform and filter processors, judged as the line's collector judges it.
+
+The collector parses every statement and condition when it builds the processor
+(transformprocessor ``factory.go`` through ``internal/common``; filterprocessor ``factory.go``
+through ``filterottl``) and refuses to start on bad syntax, a function its processor does not
+register, or a path its context does not have. A schema cannot see inside the strings, so this
+rule reads them (``ottl.py``) and looks names up in the facts generated from the line's Go sources
+(``schemas/ottl-<line>.json``, written by ``tools/generate-ottl-facts``).
+
+It may accept what the collector refuses, never the reverse: a function counts as known in every
+context once its processor registers it anywhere; a statement whose context is inferred may read
+any path of any context of its signal; enum symbols and argument types are left to the collector
+(``check --collector`` runs it). A line without facts (an override's own schema) is not judged.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .._common.errors import TemplateError, Violation, dotted
+from .._common.resources import load_schema
+from .ottl import OttlSyntaxError, Reading, read_condition, read_statement
+
+# The contexts a statement of each signal may name, lowest last (transformprocessor
+# internal/common/config.go, filterprocessor config.go: the parser collections per signal).
+SIGNAL_CONTEXTS = {
+    "traces": ("resource", "scope", "span", "spanevent"),
+    "metrics": ("resource", "scope", "metric", "datapoint"),
+    "logs": ("resource", "scope", "log"),
+    "profiles": ("resource", "scope", "profile"),
+}
+_STATEMENT_KEYS = {f"{s[:-1]}_statements": s for s in ("traces", "metrics", "logs", "profiles")}
+_CONDITION_KEYS = {f"{s[:-1]}_conditions": s for s in ("traces", "metrics", "logs", "profiles")}
+# The filter processor's per-context condition lists (filterprocessor config.go: TraceFilters,
+# MetricFilters, LogFilters, ProfileFilters): section -> key -> context.
+_FILTER_LISTS = {
+    "traces": {"resource": "resource", "span": "span", "spanevent": "spanevent"},
+    "metrics": {"resource": "resource", "metric": "metric", "datapoint": "datapoint"},
+    "logs": {"resource": "resource", "log_record": "log"},
+    "profiles": {"resource": "resource", "profile": "profile"},
+}
+_ALIASES = {"instrumentation_scope": "scope"}
+
+
+@functools.cache
+def ottl_facts(schema_name: str) -> Mapping[str, Any] | None:
+    """The generated facts beside a built-in line schema, or None (an override's schema)."""
+    if "/" in schema_name or not schema_name.startswith("collector-"):
+        return None
+    name = schema_name.replace("collector-", "ottl-", 1).replace(".schema.json", ".json")
+    try:
+        return load_schema(name)
+    except TemplateError:
+        return None
+
+
+def ottl_violations(config: Mapping[str, Any], schema_name: str) -> list[Violation]:
+    """Every OTTL string of the config's transform and filter processors that the line's
+    collector would refuse, each named by its YAML path."""
+    facts = ottl_facts(schema_name)
+    processors = config.get("processors")
+    if facts is None or not isinstance(processors, Mapping):
+        return []
+    found = []
+    for component_id, body in processors.items():
+        kind = str(component_id).split("/", 1)[0]
+        if kind not in ("transform", "filter") or not isinstance(body, Mapping):
+            continue
+        judge = _Judge(facts, kind, component_id)
+        for path, text, mode, contexts in _strings(kind, body):
+            found.extend(judge.judge(["processors", component_id, *path], text, mode, contexts))
+    return found
+
+
+def _strings(kind: str, body: Mapping[str, Any]) -> Iterator[tuple[list[Any], str, str, Any]]:
+    """(path in the body, text, "statement" or "condition", the contexts it may use, or a
+    context name to check) for every OTTL string of a processor's body."""
+    groups = _STATEMENT_KEYS if kind == "transform" else _CONDITION_KEYS
+    for key, signal in groups.items():
+        entries = body.get(key)
+        if not isinstance(entries, list):
+            continue
+        flat = "statement" if kind == "transform" else "condition"
+        for index, entry in enumerate(entries):
+            if isinstance(entry, str):
+                yield [key, index], entry, flat, SIGNAL_CONTEXTS[signal]
+            elif isinstance(entry, Mapping):
+                context = entry.get("context")
+                contexts = (context,) if isinstance(context, str) else SIGNAL_CONTEXTS[signal]
+                if isinstance(context, str):
+                    yield [key, index, "context"], context, "context", SIGNAL_CONTEXTS[signal]
+                for field, mode in (("statements", "statement"), ("conditions", "condition")):
+                    items = entry.get(field)
+                    for number, text in enumerate(items if isinstance(items, list) else []):
+                        if isinstance(text, str):
+                            yield [key, index, field, number], text, mode, contexts
+    if kind == "filter":
+        for section, lists in _FILTER_LISTS.items():
+            block = body.get(section)
+            if not isinstance(block, Mapping):
+                continue
+            for key, context in lists.items():
+                items = block.get(key)
+                for number, text in enumerate(items if isinstance(items, list) else []):
+                    if isinstance(text, str):
+                        yield [section, key, number], text, "condition", (context,)
+
+
+class _Judge:
+    def __init__(self, facts: Mapping[str, Any], kind: str, component_id: str) -> None:
+        self.facts = facts
+        self.kind = kind
+        self.component_id = component_id
+        self.functions = facts["functions"][kind]
+        self.contexts = {k: v for k, v in facts["contexts"].items() if k != "source"}
+        self.release = facts["release"]
+
+    def judge(self, path: list[Any], text: str, mode: str, contexts: Any) -> list[Violation]:
+        where = dotted(path)
+        if mode == "context":
+            known = {_ALIASES.get(text, text)} & set(self.contexts)
+            if known:
+                return []
+            names = ", ".join(SIGNAL_CONTEXTS[_signal_of(contexts)])
+            return [
+                Violation(
+                    where,
+                    f"'{text}' is not an OTTL context of the {self.kind} processor at "
+                    f"{self.release}; use one of {names}",
+                )
+            ]
+        try:
+            reading = read_statement(text) if mode == "statement" else read_condition(text)
+        except OttlSyntaxError as exc:
+            return [
+                Violation(
+                    where,
+                    f"OTTL {mode} {text!r}: {exc} (the collector refuses it at start-up); "
+                    "fix the syntax: OTTL strings use double quotes, editors are lowercase, "
+                    "converters are capitalised",
+                )
+            ]
+        return [Violation(where, message) for message in self._names(reading, mode, contexts)]
+
+    def _names(self, reading: Reading, mode: str, contexts: Any) -> Iterator[str]:
+        for call_kind, name in reading.calls:
+            known = self.functions["editors" if call_kind == "editor" else "converters"]
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"did you mean '{close[0]}'?" if close else "see the OTTL function list"
+                yield (
+                    f"OTTL {mode} calls '{name}', which is not an OTTL {call_kind} of the "
+                    f"{self.kind} processor at {self.release}; {hint}"
+                )
+        usable = [_ALIASES.get(c, c) for c in contexts if _ALIASES.get(c, c) in self.contexts]
+        if not usable:
+            return
+        for segments in reading.paths:
+            if not any(self._has_path(context, segments) for context in usable):
+                yield (
+                    f"OTTL {mode} reads '{'.'.join(segments)}', which is not a path of the "
+                    f"{' or '.join(usable)} context at {self.release}; check its spelling, "
+                    'and quote a map key (attributes["key"])'
+                )
+
+    def _has_path(self, context: str, segments: tuple[str, ...]) -> bool:
+        """As ctxcommon.PathExpressionParser: a first segment naming a context of this one
+        selects it, the next names its field; else the first is a field of this context."""
+        parsers: Mapping[str, list[str]] = self.contexts[context]["paths"]
+        first = segments[0]
+        own = parsers.get(context, [])
+        if first in ("cache", *own):
+            return True
+        if first in parsers and len(segments) > 1:
+            return segments[1] in parsers[first] or (segments[1] == "cache" and first == context)
+        return False
+
+
+def _signal_of(contexts: Any) -> str:
+    for signal, names in SIGNAL_CONTEXTS.items():
+        if tuple(contexts) == names:
+            return signal
+    return "traces"
