@@ -42,6 +42,32 @@ def fixture_configs() -> dict[str, Path]:
 # -- template lines ----------------------------------------------------------------------------
 
 
+ONE_PROCESSOR = """receivers:
+  otlp:
+    protocols:
+      grpc:
+processors:
+  {kind}/x:
+{body}
+exporters:
+  debug:
+service:
+  telemetry: {{metrics: {{level: none}}}}
+  pipelines:
+    {signal}:
+      receivers: [otlp]
+      processors: [{kind}/x]
+      exporters: [debug]
+"""
+
+
+def one_processor_config(kind: str, body: str, signal: str) -> str:
+    """A collector config with one processor ``<kind>/x`` of ``body`` (YAML, unindented) in a
+    ``signal`` pipeline between ``otlp`` and ``debug``: a processor's own rules in isolation."""
+    indented = "\n".join("    " + line for line in body.strip().splitlines())
+    return ONE_PROCESSOR.format(kind=kind, body=indented, signal=signal)
+
+
 def line_metadata() -> dict[str, dict[str, Any]]:
     """Each built-in line's ``line.yaml``, by line name: the one place a line is described."""
     return {

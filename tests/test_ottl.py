@@ -22,31 +22,20 @@ from nemo_gym.orchestration.executors.otel._checks.ottl import (
     tokens,
 )
 
-CONFIG = """receivers:
-  otlp:
-    protocols:
-      grpc:
-processors:
-  {kind}/x:
-{body}
-exporters:
-  debug:
-service:
-  pipelines:
-    {signal}:
-      receivers: [otlp]
-      processors: [{kind}/x]
-      exporters: [debug]
-"""
-
 
 def _validate(kind: str, body: str, signal: str = "traces", version: str = "0.161.0") -> None:
-    indented = "\n".join("    " + line for line in body.strip().splitlines())
-    text = CONFIG.format(kind=kind, body=indented, signal=signal)
+    text = helpers.one_processor_config(kind, body, signal)
     validate_collector_config(text, collector_version=version)
 
 
 REFUSED = [
+    (
+        "transform",
+        "log_statements:\n  - context: log\n    statements:\n"
+        '      - \'set(attributes["l"], Filter(attributes["a"], (x) => x > 2))\'',
+        "processors.transform/x.log_statements[0].statements[0]",
+        "passes a lambda expression .* feature gate ottl.functions.enableLambda",
+    ),
     (
         "transform",
         "trace_statements:\n  - context: span\n    statements:\n"
@@ -149,9 +138,10 @@ def test_a_refused_ottl_string_is_named_with_its_fix(
         ),
         (
             "transform",
-            'metric_statements:\n  - \'set(datapoint.attributes["m"], metric.name) where '
-            "datapoint.value_double > 1.5 * (2 + -1)'\n"
-            "  - 'extract_sum_metric(true) where metric.type == METRIC_DATA_TYPE_HISTOGRAM'",
+            "metric_statements:\n  - context: datapoint\n    statements:\n"
+            "      - 'set(attributes[\"m\"], metric.name) where value_double > 1.5 * (2 + -1)'\n"
+            "  - context: metric\n    statements:\n"
+            "      - 'extract_sum_metric(true) where metric.type == METRIC_DATA_TYPE_HISTOGRAM'",
             "metrics",
         ),
         (
@@ -159,22 +149,20 @@ def test_a_refused_ottl_string_is_named_with_its_fix(
             "log_statements:\n  - context: log\n    conditions: ['IsMap(body)']\n    statements:\n"
             '      - \'merge_maps(attributes, ParseJSON(body), "upsert") where '
             'body != nil and not IsMatch(body, "^x")\'\n'
-            '      - \'set(attributes["m"], {"a": [1, 2], "b": 0x0a})\'\n'
-            '      - \'set(attributes["l"], Filter(attributes["a"], (x) => x > 2))\'',
+            '      - \'set(attributes["m"], {"a": [1, 2], "b": 0x0a})\'',
             "logs",
         ),
         (
             "filter",
-            'metrics:\n  datapoint:\n    - \'HasAttrOnDatapoint("a", "b")\'\n'
-            '    - \'metric.name == "x" and attributes["k"] != nil\'',
+            'metrics:\n  metric:\n    - \'HasAttrOnDatapoint("a", "b")\'\n'
+            '  datapoint:\n    - \'metric.name == "x" and attributes["k"] != nil\'',
             "metrics",
         ),
     ],
 )
 def test_statements_the_collector_accepts_pass(kind: str, body: str, signal: str) -> None:
-    if "Filter(" in body:  # lambdas came with v0.161.0
-        _validate(kind, body, signal=signal)
-        return
+    """Each body as both lines' platform collectors accepted it (validate, v0.161.0 and
+    v0.141.0)."""
     for version in ("0.161.0", "0.141.0"):
         _validate(kind, body, signal=signal, version=version)
 

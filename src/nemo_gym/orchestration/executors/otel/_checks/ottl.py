@@ -64,10 +64,11 @@ class Token:
 class Reading:
     """What a statement or condition that parses uses: its function calls as (kind, name), kind
     ``editor`` or ``converter``; its paths as their dotted segments (paths whose first segment
-    is a lambda's parameter are left out: they are local)."""
+    is a lambda's parameter are left out: they are local); the offsets of its lambdas."""
 
     calls: list[tuple[str, str]] = field(default_factory=list)
     paths: list[tuple[str, ...]] = field(default_factory=list)
+    lambdas: list[int] = field(default_factory=list)
 
 
 def tokens(text: str) -> list[Token]:
@@ -164,14 +165,22 @@ class _Parser:
         self.furthest = max(self.furthest, self.i)
         return None
 
-    def _mark(self) -> tuple[int, int, int, int]:
-        return self.i, len(self.reading.calls), len(self.reading.paths), len(self.errors)
+    def _mark(self) -> tuple[int, int, int, int, int]:
+        reading = self.reading
+        return (
+            self.i,
+            len(reading.calls),
+            len(reading.paths),
+            len(self.errors),
+            len(reading.lambdas),
+        )
 
-    def _reset(self, mark: tuple[int, int, int, int]) -> bool:
+    def _reset(self, mark: tuple[int, int, int, int, int]) -> bool:
         self.i = mark[0]
         del self.reading.calls[mark[1] :]
         del self.reading.paths[mark[2] :]
         del self.errors[mark[3] :]
+        del self.reading.lambdas[mark[4] :]
         return False
 
     def _attempt(self, rule) -> bool:  # type: ignore[no-untyped-def]
@@ -318,6 +327,15 @@ class _Parser:
         return bool(self._take("RBrace"))
 
     def _lambda(self) -> bool:
+        if not self._peek("LParen"):
+            return False
+        offset = self.tokens[self.i].offset
+        if self._lambda_rest():
+            self.reading.lambdas.append(offset)
+            return True
+        return False
+
+    def _lambda_rest(self) -> bool:
         if not self._take("LParen"):
             return False
         params = []

@@ -43,6 +43,8 @@ _FILTER_LISTS = {
     "profiles": {"resource": "resource", "profile": "profile"},
 }
 _ALIASES = {"instrumentation_scope": "scope"}
+# pkg/ottl internal/metadata/generated_feature_gates.go (v0.161.0): lambda arguments need it.
+LAMBDA_GATE = "ottl.functions.enableLambda"
 
 
 @functools.cache
@@ -146,6 +148,12 @@ class _Judge:
         return [Violation(where, message) for message in self._names(reading, mode, contexts)]
 
     def _names(self, reading: Reading, mode: str, contexts: Any) -> Iterator[str]:
+        if reading.lambdas:  # pkg/ottl functions.go newLambdaExpression (v0.161.0)
+            yield (
+                f"OTTL {mode} passes a lambda expression ((x) => ...), which the collector "
+                f"takes only with the feature gate {LAMBDA_GATE} (alpha since v0.155.0, "
+                "unknown before); the job step turns on no feature gate: write it without one"
+            )
         for call_kind, name in reading.calls:
             known = self.functions["editors" if call_kind == "editor" else "converters"]
             if name not in known:
