@@ -74,3 +74,23 @@ def test_each_name_in_line_yaml_is_a_type_the_lines_schema_knows(line: str) -> N
         if "$ref" in target
     }
     assert set(meta["names"].values()) <= known
+
+
+@pytest.mark.parametrize("version", ["0.161.0", "0.141.0"])
+def test_the_telemetry_traces_sampler_is_accepted(version: str) -> None:
+    """The SDK's sampler under service.telemetry.traces (otelconf TracerProvider.Sampler), as
+    both releases accept it (a New Relic example of the real-world corpus has it); a misspelt
+    key beside it is still refused."""
+    from nemo_gym.orchestration.executors.otel import (
+        CollectorConfigError,
+        validate_collector_config,
+    )
+
+    sampler = "parent_based: {root: {trace_id_ratio_based: {ratio: 0.01}}}"
+    config = helpers.one_processor_config("batch", "", "traces").replace(
+        "  telemetry: {metrics: {level: none}}",
+        "  telemetry:\n    metrics: {level: none}\n    traces:\n      sampler: {" + sampler + "}",
+    )
+    validate_collector_config(config, collector_version=version)
+    with pytest.raises(CollectorConfigError, match=r"service\.telemetry\.traces"):
+        validate_collector_config(config.replace("sampler:", "samplr:"), collector_version=version)
