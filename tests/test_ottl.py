@@ -48,8 +48,8 @@ REFUSED = [
         "trace_statements:\n  - context: span\n    statements:\n"
         "      - 'keep_key(attributes, [\"a\"])'",
         "processors.transform/x.trace_statements[0].statements[0]",
-        "calls 'keep_key', which is not an OTTL editor of the transform processor at "
-        "v0.1[46]1.0; did you mean 'keep_keys'?",
+        "calls 'keep_key', which is not an OTTL editor of the transform processor in the "
+        "span context at v0.1[46]1.0; did you mean 'keep_keys'?",
     ),
     (
         "transform",
@@ -76,6 +76,20 @@ REFUSED = [
         "trace_statements:\n  - context: span\n    statements: ['Set(name, \"x\")']",
         "processors.transform/x.trace_statements[0].statements[0]",
         "editor names must start with a lowercase letter but got 'Set'",
+    ),
+    (  # both platform binaries: undefined function "extract_sum_metric"
+        "transform",
+        "metric_statements:\n  - context: datapoint\n    statements:\n"
+        "      - 'extract_sum_metric(true) where metric.type == METRIC_DATA_TYPE_HISTOGRAM'",
+        "processors.transform/x.metric_statements[0].statements[0]",
+        "not an OTTL editor of the transform processor in the datapoint context .* "
+        "registered in the metric context only",
+    ),
+    (  # both platform binaries: undefined function "HasAttrOnDatapoint"
+        "filter",
+        'metrics:\n  datapoint:\n    - \'HasAttrOnDatapoint("a", "b")\'',
+        "processors.filter/x.metrics.datapoint[0]",
+        "calls 'HasAttrOnDatapoint', .* registered in the metric context only",
     ),
     (
         "filter",
@@ -185,13 +199,20 @@ def test_the_lexer_takes_the_first_rule_that_matches() -> None:
 def test_the_facts_name_the_standard_functions_of_each_line() -> None:
     """Spot checks against upstream's sources: ``set`` on both lines, ``delete_index`` and the
     ``otelcol`` context only at v0.161.0 (absent from v0.141.0's ottlfuncs and contexts), the
-    filter processor's datapoint converters (internal/filter/filterottl)."""
+    metric-only functions of the transform processor (internal/metrics/functions.go
+    MetricFunctions) and the filter processor (filterottl StandardMetricFuncs)."""
     current = json.loads((helpers.REPO / "schemas" / "ottl-current.json").read_text("utf-8"))
     legacy = json.loads((helpers.REPO / "schemas" / "ottl-legacy.json").read_text("utf-8"))
-    assert "set" in current["functions"]["transform"]["editors"]
-    assert "set" in legacy["functions"]["transform"]["editors"]
-    assert "delete_index" in current["functions"]["transform"]["editors"]
-    assert "delete_index" not in legacy["functions"]["transform"]["editors"]
-    assert "HasAttrOnDatapoint" in current["functions"]["filter"]["converters"]
+    transform = current["functions"]["transform"]
+    assert "set" in transform["span"]["editors"]
+    assert "set" in legacy["functions"]["transform"]["span"]["editors"]
+    assert "delete_index" in transform["log"]["editors"]
+    assert "delete_index" not in legacy["functions"]["transform"]["log"]["editors"]
+    assert "extract_sum_metric" in transform["metric"]["editors"]
+    assert "extract_sum_metric" not in transform["datapoint"]["editors"]
+    assert "IsRootSpan" in transform["span"]["converters"]
+    assert "IsRootSpan" not in transform["log"]["converters"]
+    assert "HasAttrOnDatapoint" in current["functions"]["filter"]["metric"]["converters"]
+    assert "HasAttrOnDatapoint" not in current["functions"]["filter"]["datapoint"]["converters"]
     assert "otelcol" in current["contexts"]["span"]["paths"]
     assert "otelcol" not in legacy["contexts"]["span"]["paths"]

@@ -7,9 +7,8 @@ register, or a path its context does not have. A schema cannot see inside the st
 rule reads them (``ottl.py``) and looks names up in the facts generated from the line's Go sources
 (``schemas/ottl-<line>.json``, written by ``tools/generate-ottl-facts``).
 
-It may accept what the collector refuses, never the reverse: a function counts as known in every
-context once its processor registers it anywhere; a statement whose context is inferred may read
-any path of any context of its signal; enum symbols and argument types are left to the collector
+It may accept what the collector refuses, never the reverse: a statement whose context is inferred
+may call any function and read any path of any context of its signal; enum symbols and argument types are left to the collector
 (``check --collector`` runs it). A line without facts (an override's own schema) is not judged.
 """
 
@@ -116,7 +115,7 @@ class _Judge:
         self.facts = facts
         self.kind = kind
         self.component_id = component_id
-        self.functions = facts["functions"][kind]
+        self.functions = facts["functions"][kind]  # context -> editors, converters
         self.contexts = {k: v for k, v in facts["contexts"].items() if k != "source"}
         self.release = facts["release"]
 
@@ -154,16 +153,26 @@ class _Judge:
                 f"takes only with the feature gate {LAMBDA_GATE} (alpha since v0.155.0, "
                 "unknown before); the job step turns on no feature gate: write it without one"
             )
+        usable = [_ALIASES.get(c, c) for c in contexts if _ALIASES.get(c, c) in self.contexts]
+        registering = [c for c in usable if c in self.functions] or list(self.functions)
+        where = " or ".join(registering) if len(registering) < len(self.functions) else "any"
         for call_kind, name in reading.calls:
-            known = self.functions["editors" if call_kind == "editor" else "converters"]
+            group = "editors" if call_kind == "editor" else "converters"
+            known = sorted({n for c in registering for n in self.functions[c][group]})
             if name not in known:
                 close = difflib.get_close_matches(name, known, n=1)
-                hint = f"did you mean '{close[0]}'?" if close else "see the OTTL function list"
+                elsewhere = sorted(c for c in self.functions if name in self.functions[c][group])
+                hint = (
+                    f"it is registered in the {' and '.join(elsewhere)} context only"
+                    if elsewhere
+                    else f"did you mean '{close[0]}'?"
+                    if close
+                    else "see the OTTL function list"
+                )
                 yield (
                     f"OTTL {mode} calls '{name}', which is not an OTTL {call_kind} of the "
-                    f"{self.kind} processor at {self.release}; {hint}"
+                    f"{self.kind} processor in the {where} context at {self.release}; {hint}"
                 )
-        usable = [_ALIASES.get(c, c) for c in contexts if _ALIASES.get(c, c) in self.contexts]
         if not usable:
             return
         for segments in reading.paths:
