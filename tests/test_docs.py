@@ -21,6 +21,7 @@ from pathlib import Path
 import helpers
 import pytest
 import yaml
+from support.otelcol import collector_binary
 
 from nemo_gym.orchestration.executors import otel
 
@@ -185,41 +186,64 @@ def test_the_blocks_table_is_the_skeleton(path: Path) -> None:
 # --- the worked super() example ---------------------------------------------------------------
 
 _OVERRIDE = re.compile(r"<!-- override: (?P<path>\S+) -->\n```jinja\n(?P<body>.*?)```", re.DOTALL)
-_RENDERED = re.compile(
-    r"<!-- rendered by: nemo-gym-otel (?P<command>[^>]+) -->\n```yaml\n(?P<body>.*?)```", re.DOTALL
-)
+_COMMANDS = re.compile(r"<!-- override commands -->\n```bash\n(?P<body>.*?)```", re.DOTALL)
+_RENDERED = re.compile(r"<!-- override rendered -->\n```yaml\n(?P<body>.*?)```", re.DOTALL)
 
 
-def test_the_worked_override_example_renders_as_shown(tmp_path: Path) -> None:
-    """The README's override, written where it says, rendered with the command it names: the
-    ``receivers:`` section is exactly the README's, and ``check`` passes it."""
+def _stage_override_example(tmp_path: Path) -> tuple[list[str], list[str], str, str]:
+    """The README's override written where it says, beside a copy of the bundled example:
+    the ``check`` and ``render`` arguments it shows, the folder, and the rendering it shows."""
     readme = _read(README)
-    override, rendered = _OVERRIDE.search(readme), _RENDERED.search(readme)
-    assert override and rendered, "README.md lacks the marked override example"
+    override, commands, rendered = (p.search(readme) for p in (_OVERRIDE, _COMMANDS, _RENDERED))
+    assert override and commands and rendered, "README.md lacks the marked override example"
     assert "{{ super() }}" in override["body"]
     template = tmp_path / override["path"]
     template.parent.mkdir(parents=True)
     template.write_text(override["body"], encoding="utf-8")
     (tmp_path / "examples").mkdir()
     shutil.copy(helpers.EXAMPLE, tmp_path / "examples" / "submit.yaml")
+    check, render = commands["body"].replace("\\\n", " ").splitlines()
+    folder = template.parts[len(tmp_path.parts)]
+    assert check.split() == ["nemo-gym-otel", "check", "--template-dir", folder]
+    assert render.startswith("nemo-gym-otel render ")
+    return check.split()[1:], render.split()[1:], folder, rendered["body"]
+
+
+def test_the_worked_override_example_renders_as_shown(tmp_path: Path) -> None:
+    """Through the two commands the README shows: ``check`` passes the override, and the
+    ``receivers:`` section of the rendering is exactly the README's."""
+    check, render, folder, shown = _stage_override_example(tmp_path)
     env = helpers.cli_env(OTEL_TOKEN="docs-token")
 
-    result = helpers.run_cli(*rendered["command"].split(), cwd=tmp_path, env=env)
+    result = helpers.run_cli(*render, cwd=tmp_path, env=env)
 
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     section = "receivers:\n" + result.stdout.split("\nreceivers:\n", 1)[1].split("\nprocessors:")[0]
-    assert section.rstrip("\n") + "\n" == rendered["body"], (
+    assert section.rstrip("\n") + "\n" == shown, (
         "README.md's rendered example differs from the rendering; paste the receivers: "
         "section of the command's output"
     )
-    folder = template.parts[len(tmp_path.parts)]
-    checked = helpers.run_cli("check", "--template-dir", folder, cwd=tmp_path, env=env)
+    checked = helpers.run_cli(*check, cwd=tmp_path, env=env)
     assert checked.returncode == 0, checked.stderr
-    line, combination = template.parent.name, template.name.removesuffix(".yaml.j2")
-    [ok] = [x for x in checked.stdout.splitlines() if f": {line}/{combination} " in x]
+    [ok] = [x for x in checked.stdout.splitlines() if ": current/otlp_http+file " in x]
     assert ok.startswith("ok bundled example: ") and ok.endswith(f"{folder})"), ok
     assert "(override " in ok
+
+
+@pytest.mark.collector
+def test_the_worked_override_example_passes_the_real_collector(tmp_path: Path) -> None:
+    """What a platform team's CI runs: ``check --collector`` puts the rendering before the
+    line's own binary, which judges what no schema can."""
+    check, _, folder, _ = _stage_override_example(tmp_path)
+    binary = collector_binary("current")
+    env = helpers.cli_env(OTEL_TOKEN="docs-token")
+
+    checked = helpers.run_cli(*check, "--collector", binary, cwd=tmp_path, env=env)
+
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    [ok] = [x for x in checked.stdout.splitlines() if ": current/otlp_http+file " in x]
+    assert f"{folder}) (collector " in ok and ok.endswith(": valid)"), ok
 
 
 # --- the API reference --------------------------------------------------------------------------
