@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import helpers
 import psutil
 import yaml
+from support import helpers
 from support.e2e_job import Collector, collector_release, port_is_free
 from support.e2e_services import FixtureExporter
 from support.otelcol import build_collector

@@ -11,9 +11,9 @@ import shlex
 from importlib.metadata import version
 from pathlib import Path
 
-import helpers
 import pytest
 import yaml
+from support import helpers
 
 EXAMPLE = helpers.REPO / "examples" / "submit.yaml"
 TOKEN = "token-value-for-cli-tests"

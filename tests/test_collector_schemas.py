@@ -17,8 +17,8 @@ import sys
 import types
 from pathlib import Path
 
-import helpers
 import pytest
+from support import helpers
 
 GENERATOR = helpers.REPO / "tools" / "generate-collector-schemas"
 # The exit code of tools/generate-collector-schemas when the module cache lacks its inputs.

@@ -18,9 +18,9 @@ import shutil
 import unicodedata
 from pathlib import Path
 
-import helpers
 import pytest
 import yaml
+from support import helpers
 from support.otelcol import collector_binary
 
 from nemo_gym.orchestration.executors import otel

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import helpers
 import yaml
+from support import helpers
 
 from nemo_gym.orchestration.executors.otel._views.mermaid import pipeline_mermaid
 

@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import helpers
 import yaml
+from support import helpers
 
 README = (helpers.REPO / "README.md").read_text(encoding="utf-8")
 SECTION = README.split("## How the executor uses it\n", 1)[1].split("\n## ", 1)[0]

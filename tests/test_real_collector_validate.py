@@ -11,10 +11,10 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import helpers
 import pytest
 import yaml
-from collector_corpus import (
+from support import helpers
+from support.collector_corpus import (
     NOT_JUDGED_BY_SCHEMA,
     SECTIONS,
     STRICTER_ON_PURPOSE,

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import helpers
 import pytest
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from support import helpers
 
 SCHEMAS = sorted((helpers.REPO / "schemas").glob("*.json"))
 
