@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import helpers
 import psutil
 import yaml
+from support import helpers
 from support.e2e_job import Collector, collector_release, port_is_free
 from support.e2e_services import FixtureExporter
 from support.otelcol import build_collector
@@ -62,7 +62,7 @@ ITEM_NAMES = {"traces": "spans", "logs": "log records", "metrics": "data points"
 LADDER = (12_000, 24_000, 48_000, 96_000)
 QUICK_LADDER = (12_000, 48_000)
 GOAL_SPANS = 12_000
-# A large benchmark job's telemetry, estimated in the README's "Performance" section: 100
+# A large benchmark job's telemetry, estimated in docs/maintainers/performance.md: 100
 # rollouts/s x 20 spans and 10 log records; ~6,600 scraped series every 15 s plus span metrics.
 LARGE_JOB = {"traces": 2_000, "logs": 1_000, "metrics": 460}
 HEADROOM = 10

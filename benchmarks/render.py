@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import helpers
 import yaml
+from support import helpers
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors import otel

@@ -59,9 +59,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import helpers
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
+from support import helpers
 from support.e2e_job import Collector, collector_release
 from support.e2e_services import TEXT_FORMAT, FixtureExporter, FixtureExposition
 

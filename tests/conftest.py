@@ -1,11 +1,12 @@
-"""pytest's hooks and fixtures; shared helpers live in ``helpers.py``, imported as a module."""
+"""pytest's hooks and fixtures; what the tests share lives in ``support/`` (``support.helpers``
+first), imported as modules."""
 
 from __future__ import annotations
 
 import os
 
-import helpers
 import pytest
+from support import helpers
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import helpers
 import pytest
 import yaml
+from support import helpers
 
 from benchmarks.render import BENCH_DIR, dict_document, large_mapping
 from nemo_gym.orchestration.api import SubmitConfig

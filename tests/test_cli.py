@@ -1,6 +1,6 @@
 """The ``nemo-gym-otel`` command, every subcommand, through the installed console script.
 
-Expected values come from the SPEC and the README (exit codes 0/1/2, ``<path>: <message>``
+Expected values come from the SPEC, the README and docs/ (exit codes 0/1/2, ``<path>: <message>``
 lines on stderr, the example's keys), not from the command's own output.
 """
 
@@ -11,14 +11,14 @@ import shlex
 from importlib.metadata import version
 from pathlib import Path
 
-import helpers
 import pytest
 import yaml
+from support import helpers
 
 EXAMPLE = helpers.REPO / "examples" / "submit.yaml"
 TOKEN = "token-value-for-cli-tests"
 SIGNALS = ("traces", "metrics", "logs")
-# README, "Template lines and combinations".
+# docs/guide/template-lines.md, "Lines".
 LINES = {"legacy": ("0.130.0", "0.151.0"), "current": ("0.151.0", None)}
 COMBINATIONS = {"otlp_http+file", "otlp_http", "file"}
 # SPEC section 2, driver_telemetry_env.

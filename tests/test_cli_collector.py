@@ -12,11 +12,11 @@ import os
 import stat
 from pathlib import Path
 
-import helpers
 import pytest
 import yaml
-from platform_corpus import override_with_filter
+from support import helpers
 from support.otelcol import collector_binary
+from support.platform_corpus import override_with_filter
 
 from nemo_gym.orchestration.executors.otel._checks.binary import (
     PLACEHOLDER,

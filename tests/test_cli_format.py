@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import helpers
 import pytest
+from support import helpers
 
 JOB_DIR = "/lustre/fsw/portfolios/llm/users/gym/runs/gym-20261202-0001/aime25"
 COMMANDS = {

@@ -18,8 +18,8 @@ import sys
 import types
 from pathlib import Path
 
-import helpers
 import pytest
+from support import helpers
 
 GENERATOR = helpers.REPO / "tools" / "generate-collector-schemas"
 # The OTTL facts (function and path names) beside the schemas, generated the same way.

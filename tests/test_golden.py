@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import helpers
 import pytest
+from support import helpers
 
 from nemo_gym.orchestration.api import SubmitConfig
 

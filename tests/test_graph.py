@@ -1,15 +1,17 @@
-"""``nemo-gym-otel graph``: the pipeline graph as Mermaid, and the README's copy of it."""
+"""``nemo-gym-otel graph``: the pipeline graph as Mermaid, and the documentation's copy of it
+(in the template lines page, beside the data flow it draws)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-import helpers
 import yaml
+from support import helpers
 
 from nemo_gym.orchestration.executors.otel._views.mermaid import pipeline_mermaid
 
+GRAPH_PAGE = helpers.REPO / "docs" / "guide" / "template-lines.md"
 README = helpers.REPO / "README.md"
 COMMAND = ("graph", "--config", "examples/submit.yaml", "--benchmark", "aime25")
 _BLOCK = re.compile(
@@ -37,17 +39,26 @@ def _marked(mermaid: str) -> set[str]:
     return set(line.split()[1].split(","))
 
 
-def test_the_readme_holds_the_built_in_graph() -> None:
-    """Regenerate with the command named in the README's comment above the block."""
-    found = _BLOCK.search(README.read_text(encoding="utf-8"))
-    assert found, "README.md lacks the generated Mermaid block"
-    assert tuple(found["command"].split()) == COMMAND
+def test_the_docs_hold_the_built_in_graph() -> None:
+    """Regenerate with the command named in the comment above the block."""
+    page = GRAPH_PAGE.relative_to(helpers.REPO)
+    found = _BLOCK.findall(GRAPH_PAGE.read_text(encoding="utf-8"))
+    assert len(found) == 1, f"{page} lacks the generated Mermaid block, or holds it twice"
+    [(command, body)] = found
+    assert tuple(command.split()) == COMMAND
     result = helpers.run_cli(*COMMAND, cwd=helpers.REPO)
     assert result.returncode == 0, result.stderr
-    assert found["body"] == result.stdout, (
-        f"README.md's graph is stale: replace the block with the output of nemo-gym-otel "
+    assert body == result.stdout, (
+        f"{page}'s graph is stale: replace the block with the output of nemo-gym-otel "
         f"{' '.join(COMMAND)}"
     )
+
+
+def test_the_graph_has_one_home() -> None:
+    """No second copy to go stale unchecked: no other page and not the README holds a graph."""
+    pages = [README, *(helpers.REPO / "docs").rglob("*.md")]
+    holding = [p.name for p in pages if "```mermaid" in p.read_text(encoding="utf-8")]
+    assert holding == [GRAPH_PAGE.name]
 
 
 def test_the_tenant_path_is_marked_through_connectors() -> None:

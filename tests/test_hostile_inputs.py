@@ -24,8 +24,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import helpers
 import pytest
+from support import helpers
 from support.bounded import assert_within_bounds, run_bounded
 
 HOSTILE = helpers.DATA / "hostile"

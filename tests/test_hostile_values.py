@@ -15,9 +15,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import helpers
 import pytest
 import yaml
+from support import helpers
 from support.bounded import Bounded, assert_within_bounds, run_bounded
 from support.otelcol import collector_binary, run_validate
 

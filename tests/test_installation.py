@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from importlib import resources
 
-import helpers
 import pytest
+from support import helpers
 
 PACKAGE = resources.files("nemo_gym.orchestration.executors.otel")
 

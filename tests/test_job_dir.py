@@ -16,9 +16,9 @@ import urllib.request
 import warnings
 from pathlib import Path
 
-import helpers
 import pytest
 import yaml
+from support import helpers
 from support.otelcol import collector_binary
 
 from nemo_gym.orchestration.api import SubmitConfig

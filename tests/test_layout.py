@@ -14,6 +14,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from support.helpers import REPO
 
 from nemo_gym.orchestration.executors import otel
 
@@ -71,3 +72,12 @@ def test_the_check_is_not_vacuous() -> None:
     assert rendering == {0, 1, 2, 3}
     for path in (PACKAGE / "_common").glob("*.py"):
         assert {other for _, other in _imported_stages(path)} <= {0}, path.name
+
+
+def test_the_architecture_page_lists_the_stages_in_order() -> None:
+    """The maintainers' map of the package and the enforced order are one list."""
+    page = (REPO / "docs" / "maintainers" / "architecture.md").read_text(encoding="utf-8")
+    listing = page.split("```text\n", 1)[1].split("```", 1)[0]
+    named = [line.split()[0].rstrip("/") for line in listing.splitlines() if line.startswith("  _")]
+    named = [name for name in named if name != "__init__.py"]
+    assert named == STAGES

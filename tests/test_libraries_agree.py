@@ -13,14 +13,12 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import collector_corpus
-import helpers
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
-from support import mutations
+from support import collector_corpus, helpers, mutations
 
 from nemo_gym.orchestration.executors.otel import TemplateError
 from nemo_gym.orchestration.executors.otel._common import yaml_fast_path, yaml_loader

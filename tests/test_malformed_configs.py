@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import helpers
 import pytest
 import yaml
+from support import helpers
 
 MALFORMED = helpers.REPO / "tests" / "data" / "malformed"
 CASES = sorted(MALFORMED.glob("*.yaml"))

@@ -12,8 +12,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-import helpers
 import yaml
+from support import helpers
 
 from nemo_gym.orchestration.executors import otel
 from nemo_gym.orchestration.executors.otel._checks.tenant import TenantPolicy

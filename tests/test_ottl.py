@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import re
 
-import helpers
 import pytest
+from support import helpers
 
 from nemo_gym.orchestration.executors.otel import CollectorConfigError, validate_collector_config
 from nemo_gym.orchestration.executors.otel._checks.ottl import (

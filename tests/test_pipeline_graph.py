@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import helpers
 import pytest
 import yaml
+from support import helpers
 
 from nemo_gym.orchestration.api import SubmitConfig
 

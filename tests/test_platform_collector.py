@@ -11,11 +11,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import helpers
 import pytest
 import yaml
-from platform_corpus import COMPONENTS, override_with_filter, schema, type_name
+from support import helpers
 from support.otelcol import collector_binary, run_validate
+from support.platform_corpus import COMPONENTS, override_with_filter, schema, type_name
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors.otel import render_collector_config

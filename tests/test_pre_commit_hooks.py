@@ -13,8 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import helpers
 import pytest
+from support import helpers
 
 pytestmark = pytest.mark.slow
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-import helpers
 import pytest
+from support import helpers
 
 from nemo_gym.orchestration.executors.otel import CollectorConfigError, validate_collector_config
 from nemo_gym.orchestration.executors.otel._checks.attributes_rules import groups

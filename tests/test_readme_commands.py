@@ -13,8 +13,8 @@ import re
 import subprocess
 from pathlib import Path
 
-import helpers
 import pytest
+from support import helpers
 
 pytestmark = pytest.mark.slow
 

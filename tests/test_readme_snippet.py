@@ -1,6 +1,7 @@
 """The README's executor snippet runs as pasted (issue 17): beside a ``submit.yaml``, with the
 token exported, it writes every benchmark's collector config where the batch script expects it
-and warns of nothing. The bash batch script after it is checked for syntax."""
+and warns of nothing. The batch scripts shown with it (in the README's section and, since issue
+20, in the documentation's job-step and multi-node pages) are checked for syntax."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import helpers
 import yaml
+from support import helpers
 
 README = (helpers.REPO / "README.md").read_text(encoding="utf-8")
 SECTION = README.split("## How the executor uses it\n", 1)[1].split("\n## ", 1)[0]
+DOCS = helpers.REPO / "docs"
+BATCH_SCRIPT_PAGES = (DOCS / "guide" / "job-step.md", DOCS / "guide" / "multi-node.md")
 
 
 def test_the_executor_snippet_runs_as_pasted(tmp_path: Path) -> None:
@@ -46,9 +49,16 @@ def test_the_executor_snippet_runs_as_pasted(tmp_path: Path) -> None:
         assert "snippet-token" not in written.read_text(encoding="utf-8")
 
 
+def _batch_scripts(text: str) -> list[str]:
+    return re.findall(r"```bash\n(#!/bin/bash\n.*?)\n```", text, flags=re.DOTALL)
+
+
 def test_the_batch_scripts_are_bash() -> None:
-    scripts = re.findall(r"```bash\n(#!/bin/bash\n.*?)\n```", SECTION, flags=re.DOTALL)
-    assert scripts
+    for page in BATCH_SCRIPT_PAGES:  # a plain job's script, and a heterogeneous job's
+        assert _batch_scripts(page.read_text(encoding="utf-8")), page.name
+    texts = [SECTION, *(p.read_text(encoding="utf-8") for p in sorted(DOCS.rglob("*.md")))]
+    scripts = [script for text in texts for script in _batch_scripts(text)]
+    assert len(scripts) >= len(BATCH_SCRIPT_PAGES)
     for script in scripts:
         checked = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
         assert checked.returncode == 0, checked.stderr

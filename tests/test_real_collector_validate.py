@@ -11,10 +11,10 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import helpers
 import pytest
 import yaml
-from collector_corpus import (
+from support import helpers
+from support.collector_corpus import (
     NOT_JUDGED_BY_SCHEMA,
     SECTIONS,
     STRICTER_ON_PURPOSE,
@@ -38,7 +38,8 @@ pytestmark = pytest.mark.collector
 LINES = tuple(helpers.line_versions())
 # Each line's platform collector: the templates' components and those platform teams add.
 PLATFORM = {line: f"{line}-platform" for line in LINES}
-# Each line's output on each line's binary, as the README's table of lines states it:
+# Each line's output on each line's binary, as the table of lines states it
+# (docs/guide/template-lines.md):
 # (rendered by, run on) -> accepted. A legacy config loads on the current collector through the
 # deprecated aliases otlphttp/spanmetrics; the legacy collector knows no otlp_http/span_metrics.
 CROSS_LINE = {
@@ -170,9 +171,9 @@ def test_package_and_collector_agree_on_the_corpus(
 def test_a_line_added_by_override_works_on_the_real_collector(
     binaries: dict[str, Path], tmp_path: Path
 ) -> None:
-    """The README's promise to an older cluster: a platform team adds a line by override (its
-    own line.yaml with the old component names, reusing the built-in legacy schema), and every
-    combination renders, passes the package's checks, validates through the same line, and is
+    """The promise to an older cluster (docs/guide/overriding-templates.md): a platform team
+    adds a line by override (its own line.yaml with the old component names, reusing the
+    built-in legacy schema), and every combination renders, passes the package's checks, validates through the same line, and is
     accepted by the real collector's ``validate``."""
     overrides = tmp_path / "templates"
     helpers.add_line(overrides, "older", "0.120.0", "0.130.0")

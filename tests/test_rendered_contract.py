@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-import helpers
 import pytest
 import yaml
+from support import helpers
 
 from nemo_gym.orchestration.api import SubmitConfig
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import helpers
+from support import helpers
 
 from nemo_gym.orchestration.executors.otel._common.constants import DELIVERY_REPORT_MARKER
 

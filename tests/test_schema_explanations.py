@@ -14,12 +14,11 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import helpers
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import mutations
+from support import helpers, mutations
 
 from nemo_gym.orchestration.executors.otel._common import json_schema
 from nemo_gym.orchestration.executors.otel._common.json_schema import violations

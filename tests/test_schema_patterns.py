@@ -13,10 +13,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import helpers
 import jsonschema
 import jsonschema_rs
 import pytest
+from support import helpers
 
 SCHEMAS = sorted((helpers.REPO / "schemas").glob("*.schema.json"))
 END = "(?![\\s\\S])"

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import helpers
+from support import helpers
 
 SECOND = 1_000_000_000
 START = 1_700_000_000 * SECOND

@@ -13,9 +13,9 @@ import os
 import subprocess
 from pathlib import Path
 
-import helpers
 import pytest
 import yaml
+from support import helpers
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors.otel import (

@@ -15,11 +15,11 @@ import copy
 import re
 from typing import Any
 
-import helpers
 import pytest
 import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from support import helpers
 
 from nemo_gym.orchestration.executors.otel import CollectorConfigError, validate_collector_config
 

@@ -17,8 +17,8 @@ import subprocess
 import threading
 from pathlib import Path
 
-import helpers
 import pytest
+from support import helpers
 
 from nemo_gym.orchestration.executors.otel import (
     COLLECTOR_HEALTH_PORT,

@@ -6,9 +6,9 @@ import json
 import os
 from pathlib import Path
 
-import helpers
 import pytest
 import yaml
+from support import helpers
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors.otel import (

@@ -17,11 +17,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import helpers
 import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import helpers
 from support.otelcol import collector_binary
 from support.tenant_run import run_config
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import copy
 import string
 
-import helpers
 import pytest
 import yaml
-from collector_expansion import expand_tree
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from support import helpers
+from support.collector_expansion import expand_tree
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors.otel import SubmitConfigError, render_collector_config

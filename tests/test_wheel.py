@@ -19,9 +19,9 @@ import zipfile
 from importlib.metadata import version
 from pathlib import Path
 
-import helpers
 import pytest
 import yaml
+from support import helpers
 
 pytestmark = pytest.mark.slow
 

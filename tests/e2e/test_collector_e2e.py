@@ -16,8 +16,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import helpers
 import pytest
+from support import helpers
 from support.e2e_checks import (
     OVERRIDE,
     check_run,

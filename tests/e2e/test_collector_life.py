@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-import helpers
 import pytest
+from support import helpers
 from support.e2e_checks import OVERRIDE, span_counts
 from support.e2e_job import PRODUCERS
 from support.e2e_life import (

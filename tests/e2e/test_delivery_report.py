@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import helpers
 import pytest
+from support import helpers
 from support.e2e_job import (
     PRODUCERS,
     SLURM_JOB_ID,

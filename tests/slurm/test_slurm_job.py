@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import helpers
 import pytest
+from support import helpers
 from support.e2e_backend import OtlpBackend, RoutingProxy
 from support.e2e_checks import (
     check_files,

@@ -25,7 +25,7 @@ CPU_SECONDS_LIMIT = 10.0
 PEAK_MB_LIMIT = 400
 _ADDRESS_SPACE = 4 * 1024**3  # the child cannot take more than this, whatever happens
 # A file to which every bounded run appends its figures as a JSON line: how the worst input of
-# each class is found for the README (the tests only hold the limits above).
+# each class is found for docs/guide/errors.md (the tests only hold the limits above).
 RECORD_ENV = "NEMO_GYM_OTEL_BOUNDED_RECORD"
 
 

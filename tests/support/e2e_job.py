@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import helpers
 import pytest
 import yaml
 
@@ -43,6 +42,7 @@ from nemo_gym.orchestration.executors.otel import (
     write_collector_config,
 )
 
+from . import helpers
 from .e2e_backend import OtlpBackend, RoutingProxy
 from .e2e_otlp import SIGNALS, comparable, read_jsonl
 from .e2e_services import FixtureExporter, FixtureExposition, ModelService, Traffic

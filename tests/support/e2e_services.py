@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Protocol
 
-import helpers
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
+
+from . import helpers
 
 TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -11,9 +11,10 @@ import os
 import subprocess
 from pathlib import Path
 
-import helpers
 import pytest
 import upstream_corpus
+
+from . import helpers
 
 BUILD = helpers.REPO / "tools" / "build-otelcol"
 

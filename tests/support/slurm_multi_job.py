@@ -19,8 +19,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import helpers
-
 from nemo_gym.orchestration.executors.otel import (
     SubmitConfig,
     collector_step,
@@ -29,6 +27,7 @@ from nemo_gym.orchestration.executors.otel import (
     write_collector_config,
 )
 
+from . import helpers
 from .e2e_backend import OtlpBackend, RoutingProxy
 from .e2e_job import TOKEN_ENV, Job, Result
 from .slurm_cluster import Watcher

@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import helpers
-
 from nemo_gym.orchestration.executors.otel import COLLECTOR_SERVICE_NAME
 
+from . import helpers
 from .e2e_job import PRODUCER_SCRIPT, Job
 
 TESTS = helpers.REPO / "tests"

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import helpers
 import yaml
 
+from . import helpers
 from .e2e_backend import OtlpBackend, RoutingProxy
 from .e2e_job import wait_for
 

@@ -168,7 +168,7 @@ def _reference_violations(
         signal = signal_of(pipeline_id)
         for role, sections in _ROLE_SECTIONS.items():
             seen: set[str] = set()
-            for ref in (pipeline or {}).get(role) or []:
+            for ref in pipeline.get(role) or []:
                 path = ["service", "pipelines", pipeline_id, role, str(ref)]  # dotted on a problem
                 if ref in seen:
                     yield Violation(
@@ -198,10 +198,10 @@ def _connector_violations(
     as_exporter: dict[str, set[str]] = {c: set() for c in connectors}
     as_receiver: dict[str, set[str]] = {c: set() for c in connectors}
     for pipeline_id, pipeline in pipelines_of(config).items():
-        for ref in (pipeline or {}).get("exporters") or []:
+        for ref in pipeline.get("exporters") or []:
             if ref in connectors:
                 as_exporter[ref].add(signal_of(pipeline_id))
-        for ref in (pipeline or {}).get("receivers") or []:
+        for ref in pipeline.get("receivers") or []:
             if ref in connectors:
                 as_receiver[ref].add(signal_of(pipeline_id))
     for connector in sorted(connectors):
@@ -239,7 +239,7 @@ def connector_readers(config: Mapping[str, Any]) -> dict[str, list[str]]:
     found once (the cycle rule and the tenant paths follow them)."""
     readers: dict[str, list[str]] = {c: [] for c in (config.get("connectors") or {})}
     for pipeline_id, pipeline in pipelines_of(config).items():
-        for ref in (pipeline or {}).get("receivers") or []:
+        for ref in pipeline.get("receivers") or []:
             if ref in readers:
                 readers[ref].append(pipeline_id)
     return readers
@@ -259,7 +259,7 @@ def _cycle_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
     feeds: dict[str, list[str]] = {}
     for pipeline_id, pipeline in pipelines.items():
         targets: set[str] = set()
-        for ref in (pipeline or {}).get("exporters") or []:
+        for ref in pipeline.get("exporters") or []:
             targets.update(receiving.get(ref, ()))
         feeds[pipeline_id] = sorted(targets)
     state: dict[str, int] = {}  # 1: on the current path, 2: done
@@ -340,7 +340,7 @@ def unused_components(config: Mapping[str, Any]) -> list[Violation]:
     used: set[str] = set()
     for pipeline in pipelines_of(config).values():
         for role in _ROLE_SECTIONS:
-            used.update(r for r in (pipeline or {}).get(role) or [] if isinstance(r, str))
+            used.update(r for r in pipeline.get(role) or [] if isinstance(r, str))
     service = config.get("service") or {}
     started = {e for e in service.get("extensions") or [] if isinstance(e, str)}
     unused = {

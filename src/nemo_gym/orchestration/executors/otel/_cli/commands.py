@@ -17,7 +17,7 @@ from .._checks.collector_config import check_for_graph, load_collector_config
 from .._checks.tenant import TenantPolicy
 from .._common.constants import COLLECTOR_DIR
 from .._common.errors import OtelConfigError, SubmitConfigError, TemplateError, Violation
-from .._render.rendering import render_checked, write_rendered
+from .._render.rendering import checked_rendering, render_checked, render_unchecked, write_rendered
 from .._render.verdicts import (
     caught_warnings,
     example_job_dir,
@@ -127,22 +127,23 @@ def graph(args: argparse.Namespace) -> int:
         job_dir = example_job_dir(config, "nemo-gym-otel-graph", args.benchmark)
         caught: list[Violation] = []
         with _named_as_flags({"benchmark_name": "--benchmark"}), caught_warnings(caught):
-            text, found = render_checked(
+            rendering = render_unchecked(
                 config, args.benchmark, job_dir, template_dirs=args.template_dir
             )
-        _warn([*found, *caught])
-        source, token_env = f"rendered {args.config}", config.otel.token_env
-        version = config.otel.collector_version
+            parsed, found = checked_rendering(rendering)
+        token_env = config.otel.token_env
     else:
-        source, version, token_env = args.file, args.collector_version, args.token_env
+        source, token_env = args.file, args.token_env
         text = read_collector_yaml(Path(args.file))
-    with _named_as_flags(_VERSION_FLAG):
-        parsed, line = load_collector_config(text, version, source, args.template_dir)
-    if args.file is not None:
+        with _named_as_flags(_VERSION_FLAG):
+            parsed, line = load_collector_config(
+                text, args.collector_version, source, args.template_dir
+            )
         caught = []
         with caught_warnings(caught):
             breaches, found = check_for_graph(parsed, line, source, TenantPolicy(token_env))
-        _warn([*caught, *found, *breaches])
+        found = [*found, *breaches]
+    _warn([*caught, *found])
     sys.stdout.write(pipeline_mermaid(parsed, token_env))
     return EXIT_OK
 

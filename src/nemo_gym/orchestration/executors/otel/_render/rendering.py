@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from .._checks.collector_config import check_collector_config
 from .._checks.tenant import TenantPolicy
@@ -103,6 +104,11 @@ def render_unchecked(
 def check_rendering(rendering: Rendering) -> list[Violation]:
     """Parse and check a rendering; raises with every violation, naming the template. Returns
     its warnings: those of its inputs, then the config's (components no pipeline uses)."""
+    return checked_rendering(rendering)[1]
+
+
+def checked_rendering(rendering: Rendering) -> tuple[Any, list[Violation]]:
+    """:func:`check_rendering`, with the parsed config too (``graph`` draws it)."""
     from .._common.yaml_loader import parse_yaml
 
     source = f"rendered {rendering.template}"
@@ -111,7 +117,7 @@ def check_rendering(rendering: Rendering) -> list[Violation]:
         found = check_collector_config(parsed, rendering.line, source, rendering.policy)
     except CollectorConfigError as exc:
         raise CollectorConfigError(exc.violations, f"{source} ({rendering.origin})") from None
-    return [*rendering.warnings, *found]
+    return parsed, [*rendering.warnings, *found]
 
 
 def render_checked(

@@ -1,6 +1,7 @@
 """What the tests share: the repository's files, rendering every line x combination, and the CLI.
 
-Imported as a module (``import helpers``), so a reader sees where each name comes from. The
+Imported as a module (``from support import helpers``), so a reader sees where each name comes
+from. The
 repository root is defined here and nowhere else; the benchmarks import it too.
 """
 
@@ -21,7 +22,7 @@ from nemo_gym.orchestration.executors.otel import render_collector_config
 from nemo_gym.orchestration.executors.otel._render.verdicts import asking_for, line_variants
 from nemo_gym.orchestration.executors.otel._templating.catalogue import search_path, template_set
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data"
 CONFIGS = DATA / "configs"
 EXPOSITIONS = DATA / "expositions"  # what the DCGM exporter, node_exporter and vLLM serve

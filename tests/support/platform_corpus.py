@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import helpers
-from collector_corpus import Case, base_document, dump
+from . import helpers
+from .collector_corpus import Case, base_document, dump
 
 _TYPE = re.compile(r"^\^([a-z_0-9]+)\(")
 

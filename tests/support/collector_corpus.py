@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import helpers
 import yaml
 
 from nemo_gym.orchestration.api import SubmitConfig
+
+from . import helpers
 
 Doc = dict[str, Any]
 SECTIONS = ("receivers", "processors", "exporters", "connectors", "extensions")
@@ -382,7 +383,7 @@ def mutated_cases() -> Iterator[Case]:
 
 
 def corpus() -> list[Case]:
-    from platform_corpus import platform_cases
+    from .platform_corpus import platform_cases
 
     return [
         *rendered_cases(),
