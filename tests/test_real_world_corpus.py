@@ -1,6 +1,6 @@
 """Collector configs written by other projects: the package and the real ``validate`` agree.
 
-The corpus (``real_world_corpus.py``, whose docstring says which manifest judges a config) is the
+The corpus (``support/real_world_corpus.py``, whose docstring says which manifest judges a config) is the
 configs copied into ``tests/data/real_world/``, named in its ``sources.yaml``. Every disagreement
 fails, except the cases listed in ``tests/data/real_world/expected.yaml``; a listed case that is
 not such a disagreement (any more) fails too, so the list stays exact.
@@ -12,9 +12,9 @@ import os
 import re
 
 import pytest
-import real_world_corpus as real_world
-import upstream_corpus as upstream
 import yaml
+from support import real_world_corpus as real_world
+from support import upstream_corpus as upstream
 from support.otelcol import collector_binary, go_module_cache
 
 pytestmark = pytest.mark.collector

@@ -1,6 +1,6 @@
 """Upstream's own test configs, on every manifest: the package and the real ``validate`` agree.
 
-The corpus (``upstream_corpus.py``, whose docstring states the rule) is every component config
+The corpus (``support/upstream_corpus.py``, whose docstring states the rule) is every component config
 under the ``testdata/`` folders of each manifest's component modules, at the manifest's release.
 Every disagreement fails, except the cases listed in ``tests/data/upstream_corpus.yaml`` as
 stricter on purpose or as needing the binary; a listed case that is not such a disagreement
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 import pytest
-import upstream_corpus as upstream
+from support import upstream_corpus as upstream
 from support.otelcol import collector_binary, go_module_cache
 
 pytestmark = pytest.mark.collector

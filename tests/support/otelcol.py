@@ -12,9 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import upstream_corpus
 
-from . import helpers
+from . import helpers, upstream_corpus
 
 BUILD = helpers.REPO / "tools" / "build-otelcol"
 

@@ -43,7 +43,7 @@ stricter-on-purpose cases (package refuses, collector accepts) and the needs-the
 open gaps (counted against agreement in the figures). Every other disagreement fails
 ``tests/test_upstream_corpus.py``; so does a listed case that is no longer such a disagreement.
 
-``python tests/upstream_corpus.py [MANIFEST...]`` prints the figures per manifest (those of docs/guide/fidelity.md).
+``PYTHONPATH=tests python -m support.upstream_corpus [MANIFEST...]`` prints the figures per manifest (those of docs/guide/fidelity.md).
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+from .helpers import REPO
+
 EXPECTATIONS = REPO / "tests" / "data" / "upstream_corpus.yaml"
 SECTIONS = ("receivers", "processors", "exporters", "connectors", "extensions")
 SIGNALS = ("traces", "metrics", "logs")

@@ -23,7 +23,7 @@ one from the node needs the binary).
 corpus's categories (their reasons defined once, in ``tests/data/upstream_corpus.yaml``). Case
 ids are ``<line>/<name>``, or ``<line>/<name>#<key path>`` for a manifest holding configs.
 
-``python tests/real_world_corpus.py [MANIFEST...]`` prints the figures per manifest.
+``PYTHONPATH=tests python -m support.real_world_corpus [MANIFEST...]`` prints the figures per manifest.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import upstream_corpus as upstream
 import yaml
+
+from . import upstream_corpus as upstream
 
 DATA = upstream.REPO / "tests" / "data" / "real_world"
 SOURCES = DATA / "sources.yaml"
