@@ -67,8 +67,8 @@ def _named_as_flags(flags: Mapping[str, str]) -> Iterator[None]:
 def _warn(found: Sequence[Violation], flags: Mapping[str, str] = _JOB_FLAGS) -> None:
     """Warnings as the errors are printed, an API parameter named by its flag."""
     named = [Violation(flags.get(v.path, v.path), v.message) for v in found]
-    for line in warning_lines(PROG, named):
-        print(line, file=sys.stderr)
+    for message in warning_lines(PROG, named):
+        print(message, file=sys.stderr)
 
 
 def render(args: argparse.Namespace) -> int:

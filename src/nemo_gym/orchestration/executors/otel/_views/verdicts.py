@@ -42,8 +42,8 @@ def show_verdicts(
         for violation in verdict.violations:
             shown = "" if violation.path.startswith(verdict.label) else prefix
             print(f"{prog}: error: {shown}{violation}", file=err)
-        for line in warning_lines(prog, verdict.warnings, f"{verdict.label}: "):
-            print(line, file=err)  # a warning always says where
+        for message in warning_lines(prog, verdict.warnings, f"{verdict.label}: "):
+            print(message, file=err)  # a warning always says where
         collector = verdict.collector
         if collector is not None and not collector.valid:
             print(
