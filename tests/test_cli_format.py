@@ -31,19 +31,8 @@ COMMANDS = {
 
 @pytest.fixture
 def rendered(tmp_path: Path) -> Path:
-    result = helpers.run_cli(
-        "render",
-        helpers.EXAMPLE,
-        "--benchmark",
-        "aime25",
-        "--job-dir",
-        JOB_DIR,
-        "--stdout",
-        cwd=tmp_path,
-    )
-    assert result.returncode == 0, result.stderr
     path = tmp_path / "collector.yaml"
-    path.write_text(result.stdout, encoding="utf-8")
+    path.write_text(helpers.rendered_example(tmp_path), encoding="utf-8")
     return path
 
 

@@ -131,7 +131,6 @@ def _strings(kind: str, body: Mapping[str, Any]) -> Iterator[tuple[list[Any], st
 
 class _Judge:
     def __init__(self, facts: Mapping[str, Any], kind: str) -> None:
-        self.facts = facts
         self.kind = kind
         self.functions = facts["functions"][kind]  # context -> editors, converters
         self.contexts = {k: v for k, v in facts["contexts"].items() if k != "source"}
