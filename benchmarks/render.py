@@ -204,7 +204,7 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
         },
         "service": {
             "extensions": ["health_check"],
-            "telemetry": {"logs": {"level": "debug"}, "metrics": {"level": "none"}},
+            "telemetry": {"logs": {"level": "info"}, "metrics": {"level": "none"}},
             "pipelines": pipelines,
         },
     }

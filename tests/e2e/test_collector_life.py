@@ -9,7 +9,10 @@ the collector's default port for its own metrics (8888):
 - ``black_hole``: the backend starts accepting requests and never answering while the last
   batches are on their way, then the late batch and TERM;
 - ``requeue``: the backend answers 503 at the stop; the job is requeued and a second collector
-  starts in the same job directory, and there the backend refuses connections at the stop.
+  starts in the same job directory, and there the backend refuses connections at the stop;
+- ``disk_queue``: the same first start with the backend's queue on disk
+  (``otel.backend_queue_megabytes``): what the backend refused stays queued in the job
+  directory through the stop, and the requeued collector, with the backend back, sends it.
 
 Outside CI they skip unless a collector can be built (``tools/build-otelcol LINE``); with
 ``CI=true`` a missing collector fails them.
@@ -45,6 +48,7 @@ from nemo_gym.orchestration.executors.otel import (
     COLLECTOR_HEALTH_PORT,
     OTLP_GRPC_PORT,
     OTLP_HTTP_PORT,
+    QUEUE_HOP_PORT,
     SHUTDOWN_WAIT_SECONDS,
 )
 
@@ -62,11 +66,21 @@ def scenarios() -> dict[str, Callable[[Life], None]]:
         life.proxy.end_outage()
         life.start(FAULTS["refused"])
 
+    def disk_queue(life: Life) -> None:
+        life.start(FAULTS["503"])
+        life.proxy.end_outage()
+        life.start()
+
     return {
         "stop_sequence": lambda life: life.start(),
         "black_hole": lambda life: life.start(FAULTS["black_hole"]),
         "requeue": requeue,
+        "disk_queue": disk_queue,
     }
+
+
+# Keys added to a scenario's otel section.
+SCENARIO_OTEL = {"disk_queue": {"backend_queue_megabytes": 64}}
 
 
 @pytest.fixture(scope="module", params=LINES)
@@ -78,14 +92,24 @@ def lives(
     binary = collector_binary(line)
     started: list[Life] = []
 
+    # Made here, one after another: mktemp is not safe to call from the pool's threads at once.
+    tmp_dirs = {name: tmp_path_factory.mktemp(f"{line}-{name}") for name in scenarios()}
+
     def live(index: int, name: str, scenario: Callable[[Life], None]) -> Life:
         host = f"127.0.0.{10 * (LINES.index(line) + 1) + index}"
-        life = Life(line, host, tmp_path_factory.mktemp(f"{line}-{name}"), binary, token())
+        life = Life(
+            line,
+            host,
+            tmp_dirs[name],
+            binary,
+            token(),
+            otel=SCENARIO_OTEL.get(name),
+        )
         started.append(life)
         scenario(life)
         return life
 
-    with port_taken(OWN_METRICS_DEFAULT), ThreadPoolExecutor(max_workers=3) as pool:
+    with port_taken(OWN_METRICS_DEFAULT), ThreadPoolExecutor(max_workers=4) as pool:
         assert someone_listens(OWN_METRICS_DEFAULT), f"could not take {OWN_METRICS_DEFAULT}"
         futures = {
             name: pool.submit(live, index, name, scenario)
@@ -193,16 +217,19 @@ def assert_stopped_in_time(run: Run, what: str) -> None:
 # --- the tests ------------------------------------------------------------------------------
 
 
-def test_binds_only_its_three_ports_while_8888_is_taken(lives: dict[str, Future[Life]]) -> None:
+def test_binds_only_its_own_ports_while_8888_is_taken(lives: dict[str, Future[Life]]) -> None:
     """Every life started while 8888 was taken (the fixture checks it); the collector listens
-    on the SPEC's three ports on ``otel.listen_host`` and nowhere else."""
+    on the SPEC's three ports on ``otel.listen_host``, with a disk queue on its hop's port too
+    (a loopback listen host's own), and nowhere else."""
     for name, future in lives.items():
         life = future.result()
+        hop = {(life.host, QUEUE_HOP_PORT)} if name in SCENARIO_OTEL else set()
         for run in life.runs:
             assert run.listening == {
                 (life.host, OTLP_GRPC_PORT),
                 (life.host, OTLP_HTTP_PORT),
                 (life.host, COLLECTOR_HEALTH_PORT),
+                *hop,
             }, f"{name}: the collector listens on {sorted(run.listening)}"
 
 
@@ -273,3 +300,27 @@ def test_token_stays_out_of_the_job_directory_and_the_logs(lives: dict[str, Futu
             # Not an assert on the text: its report would print the token.
             if life.token in run.log:
                 pytest.fail(f"{name}: the token is in the log of collector run {number}")
+
+
+def test_disk_queue_keeps_what_the_backend_refused_through_the_stop_and_sends_it_once(
+    lives: dict[str, Future[Life]],
+) -> None:
+    """The first run's stop meets a backend answering 503: its last items stay queued on disk
+    (the in-memory queue would have given them up), and the requeued collector sends them. The
+    second run's own last batch, sent just before its TERM, may still be queued at its stop;
+    nothing reaches the backend twice."""
+    life = lives["disk_queue"].result()
+    report(life, "disk_queue")
+    first, _ = life.runs
+    for number, run in enumerate(life.runs, start=1):
+        assert_stopped_in_time(run, f"run {number} with the disk queue")
+    assert (life.otel_dir / "queue").is_dir(), "no queue in the job directory"
+    backend = found(at_backend(life))
+    want_first = sent([first])
+    for s in SIGNALS:
+        missing = want_first[s] - backend[s]
+        assert not missing, f"backend {s}: {sum(missing.values())} of the first run missing"
+        # Counted with multiplicity: the two runs send log bodies of the same text.
+        twice = backend[s] - sent(life.runs)[s]
+        assert not twice, f"backend {s}: {sum(twice.values())} items more often than sent"
+    assert_holds_exactly(found(in_files(life)), sent(life.runs), "files")

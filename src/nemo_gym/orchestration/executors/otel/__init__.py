@@ -18,6 +18,7 @@ from ._common.constants import (  # the constants load at import: they cost noth
     GYM_TELEMETRY_EXTRA,
     OTLP_GRPC_PORT,
     OTLP_HTTP_PORT,
+    QUEUE_HOP_PORT,
     SHUTDOWN_WAIT_SECONDS,
 )
 

@@ -148,10 +148,14 @@ def _written_as_reference(what: str, value: Any) -> bool:
 
 
 def credential_violations(
-    config: Mapping[str, Any], token_env: str, backend_type: str
+    config: Mapping[str, Any],
+    token_env: str,
+    backend_type: str,
+    hops: frozenset[str] = frozenset(),
 ) -> Iterator[Violation]:
     """Every credential written as text, and every OTLP/HTTP exporter (type ``backend_type``,
-    the line's name for it) whose Authorization is not exactly the token's reference."""
+    the line's name for it) but the ``hops`` to the collector itself whose Authorization is not
+    exactly the token's reference."""
     bearer = "Bearer ${env:" + token_env + "}"
     for section in CREDENTIAL_SECTIONS:
         components = config.get(section)
@@ -167,7 +171,11 @@ def credential_violations(
                         "collector resolves at start-up, e.g. ${env:NAME} (or "
                         "'Bearer ${env:NAME}' for a header), and export NAME in the job",
                     )
-            if section == "exporters" and component_type(str(component_id)) == backend_type:
+            if (
+                section == "exporters"
+                and component_type(str(component_id)) == backend_type
+                and component_id not in hops
+            ):
                 yield from _backend_authorization(component_id, body, bearer)
 
 

@@ -13,7 +13,8 @@ travels twice, and a config is safe only when
   only processors that can neither drop the attribute nor print it (``batch``,
   ``memory_limiter``, ``resource`` processors naming their keys; a ``transform`` logs the whole
   resource at the debug level);
-- no path on which the attribute was added reaches any other exporter (``file``, ``debug``, ...);
+- no path on which the attribute was added reaches any other exporter (``file``, ``debug``, ...),
+  nor an exporter whose sending queue is on disk (the queue's files would hold the token);
 - only the tenant processor names ``Authorization`` among processors and connectors (a copy,
   a rename, a span-metrics dimension would carry the token elsewhere);
 - no listener (receiver or extension endpoint) binds wider than ``otel.listen_host``: the
@@ -24,8 +25,11 @@ travels twice, and a config is safe only when
 - when the backend's URL is known (``otel.endpoint``), every OTLP/HTTP exporter sends there;
 - no credential is written as text and the token never travels in cleartext (:mod:`.secrets`).
 
-Paths run through connectors: what a pipeline exports to a connector enters every pipeline
-that receives from it. The rules judge the graph as the collector builds it, for any config,
+Paths run through connectors and hops (:mod:`.hops`: an OTLP/HTTP exporter sending to the
+collector's own loopback receiver): what a pipeline exports to either enters every pipeline
+that receives from it; a hop's receiver also takes whatever else reaches its port, so its
+pipelines start without the attribute too. A hop leaves nothing on the network, so it needs
+neither the tenant, the token's header nor the backend's URL. The rules judge the graph as the collector builds it, for any config,
 rendered from a built-in template, an override, or written by hand.
 """
 
@@ -41,6 +45,7 @@ from .._common.constants import DEFAULT_TOKEN_ENV
 from .._common.errors import Violation, dotted
 from .._common.hosts import is_loopback
 from .graph import component_type, connector_readers, pipelines_of
+from .hops import disk_queued, queue_hops
 from .secrets import credential_violations, plain_http_violations
 
 TENANT_KEY = "Authorization"
@@ -82,14 +87,15 @@ def tenant_violations(
     exporter (``line.yaml``'s ``names``; deprecated aliases are renamed before the rules run)."""
     token = _token(policy.token_env)
     tenant_ids = set(tenant_processors(config, policy.token_env))
+    hops = queue_hops(config)
     return [
         *_token_site_violations(config, token_sites, token, backend_type),
         *_mention_violations(config, tenant_ids),
-        *_path_violations(config, tenant_ids, backend_type),
+        *_path_violations(config, tenant_ids, backend_type, hops),
         *_listener_violations(config, policy.listen_host),
         *_telemetry_violations(config),
-        *_endpoint_violations(config, policy.endpoint, backend_type),
-        *credential_violations(config, policy.token_env, backend_type),
+        *_endpoint_violations(config, policy.endpoint, backend_type, hops),
+        *credential_violations(config, policy.token_env, backend_type, frozenset(hops)),
         *plain_http_violations(config, policy.allow_plain_http, backend_type),
     ]
 
@@ -207,7 +213,7 @@ def _refs(pipeline: Mapping[str, Any], role: str) -> list[str]:
 
 
 def _path_violations(
-    config: Mapping[str, Any], tenant_ids: set[str], backend_type: str
+    config: Mapping[str, Any], tenant_ids: set[str], backend_type: str, hops: Mapping[str, str]
 ) -> Iterator[Violation]:
     """Follow the two states (attribute added or not) from every receiver through processors
     and connectors to every exporter, until nothing changes.
@@ -217,13 +223,19 @@ def _path_violations(
     linear in the references, however many pipelines and connectors a config chains."""
     connectors = set(_section(config, "connectors"))
     processors = _section(config, "processors")
+    exporters = _section(config, "exporters")
     pipelines = pipelines_of(config)
     roles = {
         pid: {role: _refs(p, role) for role in ("receivers", "processors", "exporters")}
         for pid, p in pipelines.items()
     }
     receiving = connector_readers(config)
-    carried: dict[str, set[str]] = {c: set() for c in connectors}  # states a connector passes on
+    hop_receivers = set(hops.values())
+    for receiver in hop_receivers:
+        receiving[receiver] = [pid for pid in pipelines if receiver in roles[pid]["receivers"]]
+    # States a connector or a hop's receiver passes on.
+    carried: dict[str, set[str]] = {c: set() for c in connectors}
+    carried.update({receiver: {_PLAIN} for receiver in hop_receivers})
     leaving: dict[str, set[str]] = {pid: set() for pid in pipelines}
     touched: set[tuple[str, int]] = set()
     todo = deque(pipelines)
@@ -233,7 +245,7 @@ def _path_violations(
         queued.discard(pid)
         states: set[str] = set()
         for ref in roles[pid]["receivers"]:
-            states |= carried[ref] if ref in connectors else {_PLAIN}
+            states |= carried.get(ref, {_PLAIN})
         out = set()
         for state in states:
             for index, ref in enumerate(roles[pid]["processors"]):
@@ -246,9 +258,10 @@ def _path_violations(
             continue
         leaving[pid] = out
         for ref in roles[pid]["exporters"]:
-            if ref in connectors and not out <= carried[ref]:
-                carried[ref] |= out
-                for target in receiving[ref]:
+            edge = ref if ref in connectors else hops.get(ref)
+            if edge is not None and not out <= carried[edge]:
+                carried[edge] |= out
+                for target in receiving[edge]:
                     if target not in queued:
                         todo.append(target)
                         queued.add(target)
@@ -264,7 +277,17 @@ def _path_violations(
             if ref in connectors:
                 continue
             where = dotted(["service", "pipelines", pid, "exporters", ref])
-            if component_type(ref) == backend_type:
+            if _TENANT in leaving[pid] and disk_queued(exporters.get(ref)):
+                yield Violation(
+                    where,
+                    "gets data carrying the tenant attribute (the token) and queues it on disk, "
+                    "so the queue's files would hold the token; queue before the tenant "
+                    "processor and add the attribute after a hop to the collector's own "
+                    "loopback receiver (as the built-in templates do)",
+                )
+            elif ref in hops:
+                continue
+            elif component_type(ref) == backend_type:
                 if _PLAIN in leaving[pid]:
                     yield Violation(
                         where,
@@ -281,13 +304,16 @@ def _path_violations(
 
 
 def _endpoint_violations(
-    config: Mapping[str, Any], endpoint: str | None, backend_type: str
+    config: Mapping[str, Any], endpoint: str | None, backend_type: str, hops: Mapping[str, str]
 ) -> Iterator[Violation]:
-    """An OTLP/HTTP exporter sends the token in its header: only to the backend's URL."""
+    """An OTLP/HTTP exporter sends the token in its header: only to the backend's URL (a hop
+    stays inside the collector)."""
     if endpoint is None:
         return
     for exporter_id, body in _section(config, "exporters").items():
         if component_type(exporter_id) != backend_type or not isinstance(body, Mapping):
+            continue
+        if exporter_id in hops:
             continue
         for key in ("endpoint", "traces_endpoint", "metrics_endpoint", "logs_endpoint"):
             sends_to = body.get(key)

@@ -12,6 +12,10 @@ COLLECTOR_CONFIG_NAME = "collector.yaml"
 COLLECTOR_HEALTH_PORT = 13133
 OTLP_GRPC_PORT = 4317
 OTLP_HTTP_PORT = 4318
+# The loopback port of the hop from the backend's disk queue to the tenant stamp (see the
+# template's data flow), and the queue's folder in <job dir>/otel/.
+QUEUE_HOP_PORT = 4319
+QUEUE_DIR_NAME = "queue"
 GYM_TELEMETRY_EXTRA = "telemetry"
 FINAL_SCRAPE_GRACE_SECONDS = 20
 SHUTDOWN_WAIT_SECONDS = 30

@@ -16,7 +16,11 @@ Template variables (documented for override authors):
                 {name, targets_file}: the job step writes each file's targets at start
                 (see :mod:`.scrape`)
 ``resource``    the job's resource attributes: a list of {key, value}
-``backend``     endpoint (OTLP/HTTP base URL) and token (the placeholder for the ingest token)
+``backend``     endpoint (OTLP/HTTP base URL), token (the placeholder for the ingest token) and
+                timeout (one attempt's bound)
+``queue``       null, or (``otel.backend_queue_megabytes``) the backend's disk queue: storage (the extension's id), directory, max_bytes
+                (per signal), consumers, timeout (the hop's), listen (the hop receiver's
+                loopback ``host:port``) and endpoint (its URL)
 ``files``       signal name to the absolute path of its ``*.jsonl`` file
 ``delivery_report``  null, or (``otel.delivery_report``) marker (the resource attribute of the
                 collector's own counters), interval_ms, endpoint (its own OTLP/HTTP metrics URL)
@@ -38,10 +42,12 @@ from .._common.constants import (
     DELIVERY_REPORT_MARKER,
     OTLP_GRPC_PORT,
     OTLP_HTTP_PORT,
+    QUEUE_DIR_NAME,
+    QUEUE_HOP_PORT,
     SIGNALS,
 )
 from .._common.errors import SubmitConfigError, dotted
-from .._common.hosts import connect_host, host_port
+from .._common.hosts import connect_host, host_port, is_loopback
 from .._common.version import package_version
 from .._submit.config import SubmitConfig
 from .catalogue import Line, TemplateInfo
@@ -51,6 +57,20 @@ from .scrape import scrape_jobs, targets_dir
 SLURM_JOB_ID = EnvRef("SLURM_JOB_ID")
 # Prometheus refuses a scrape timeout longer than the interval; 10s is its own default.
 _MAX_SCRAPE_TIMEOUT_SECONDS = 10
+# Pacing of the backend path (see the template's queue_exporter block): one attempt at the
+# backend is bounded by the first; the hop waits longer, so it never gives up on (and later
+# repeats) a request the backend is still working on. The two together, with the hop's
+# consumers, bound the stop: a backend that never answers holds it 10s (SHUTDOWN_WAIT_SECONDS).
+_BACKEND_TIMEOUT = "10s"
+_HOP_TIMEOUT = "15s"
+_QUEUE_CONSUMERS = 4
+
+
+def hop_host(listen_host: str) -> str:
+    """Where the queue's hop listens: the listen host when that is a loopback address (two
+    collectors on one node, each on its own loopback address, do not collide), else 127.0.0.1:
+    the hop is never reachable from another node."""
+    return listen_host if is_loopback(listen_host) else "127.0.0.1"
 
 
 def checked(value: str, path: str) -> str:
@@ -170,6 +190,18 @@ def template_context(
         "backend": {
             "endpoint": checked(otel.endpoint, "otel.endpoint") if otel.endpoint else None,
             "token": EnvRef(otel.token_env),
+            "timeout": _BACKEND_TIMEOUT,
+        },
+        "queue": None
+        if otel.backend_queue_megabytes is None
+        else {
+            "storage": "file_storage/queue",
+            "directory": str(otel_dir / QUEUE_DIR_NAME),
+            "max_bytes": otel.backend_queue_megabytes * 1024 * 1024,
+            "consumers": _QUEUE_CONSUMERS,
+            "timeout": _HOP_TIMEOUT,
+            "listen": host_port(hop_host(host), QUEUE_HOP_PORT),
+            "endpoint": f"http://{host_port(hop_host(host), QUEUE_HOP_PORT)}",
         },
         "files": {signal: str(otel_dir / f"{signal}.jsonl") for signal in SIGNALS},
         "delivery_report": {
