@@ -78,6 +78,8 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
         if v is not None
     ] + [{"key": "slurm_job_id", "action": "convert", "converted_type": "string"}]
     pipelines: dict[str, Any] = {}
+    queue_dir = f"{bench_dir}/otel/queue"
+    assert o.backend_queue_megabytes is not None, "the baseline renders the default disk queue"
     for s in signals:
         pipelines[f"{s}/ingest"] = {
             "receivers": ["otlp", "prometheus", "span_metrics"] if s == "metrics" else ["otlp"],
@@ -89,14 +91,22 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
             ],
             "exporters": [f"forward/{s}", *(["span_metrics"] if s == "traces" else [])],
         }
+        pipelines[f"{s}/queue"] = {"receivers": [f"forward/{s}"], "exporters": ["otlp_http/queue"]}
         pipelines[f"{s}/backend"] = {
-            "receivers": [f"forward/{s}"],
+            "receivers": ["otlp/queue"],
             "processors": ["resource/tenant"],
             "exporters": ["otlp_http/backend"],
         }
         pipelines[f"{s}/files"] = {"receivers": [f"forward/{s}"], "exporters": [f"file/{s}"]}
     return {
-        "extensions": {"health_check": {"endpoint": "localhost:13133"}},
+        "extensions": {
+            "health_check": {"endpoint": "localhost:13133"},
+            "file_storage/queue": {
+                "directory": queue_dir,
+                "create_directory": True,
+                "compaction": {"directory": queue_dir, "on_start": True, "on_rebound": True},
+            },
+        },
         "receivers": {
             "otlp": {
                 "protocols": {
@@ -104,6 +114,7 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
                     "http": {"endpoint": "localhost:4318"},
                 }
             },
+            "otlp/queue": {"protocols": {"http": {"endpoint": "localhost:4319"}}},
             "prometheus": {"config": {"scrape_configs": jobs}},
         },
         "processors": {
@@ -174,24 +185,37 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
             **{f"forward/{s}": None for s in signals},
         },
         "exporters": {
-            "otlp_http/backend": {
-                "endpoint": o.endpoint,
-                "headers": {"Authorization": f"Bearer ${{env:{o.token_env}}}"},
-                "timeout": "3s",
+            "otlp_http/queue": {
+                "endpoint": "http://localhost:4319",
+                "compression": "none",
+                "timeout": "15s",
                 "retry_on_failure": {
                     "enabled": True,
-                    "initial_interval": "5s",
+                    "initial_interval": "1s",
                     "max_interval": "30s",
-                    "max_elapsed_time": "300s",
+                    "max_elapsed_time": "0s",
                 },
                 "sending_queue": {
                     "enabled": True,
-                    "sizer": "items",
-                    "queue_size": 25000,
-                    "num_consumers": 100,
+                    "storage": "file_storage/queue",
+                    "sizer": "bytes",
+                    "queue_size": o.backend_queue_megabytes * 1024 * 1024,
+                    "num_consumers": 4,
                     "block_on_overflow": False,
-                    "batch": {"flush_timeout": "1s", "min_size": 2048, "max_size": 8192},
+                    "batch": {
+                        "sizer": "items",
+                        "flush_timeout": "1s",
+                        "min_size": 2048,
+                        "max_size": 8192,
+                    },
                 },
+            },
+            "otlp_http/backend": {
+                "endpoint": o.endpoint,
+                "headers": {"Authorization": f"Bearer ${{env:{o.token_env}}}"},
+                "timeout": "10s",
+                "retry_on_failure": {"enabled": False},
+                "sending_queue": {"enabled": False},
             },
             **{
                 f"file/{s}": {
@@ -203,7 +227,7 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
             },
         },
         "service": {
-            "extensions": ["health_check"],
+            "extensions": ["health_check", "file_storage/queue"],
             "telemetry": {"logs": {"level": "info"}, "metrics": {"level": "none"}},
             "pipelines": pipelines,
         },

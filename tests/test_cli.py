@@ -82,6 +82,7 @@ def test_render_writes_the_checked_config_and_prints_its_path(example: Path, job
         "runs/gym-demo/aime25",
         "runs/gym-demo/aime25/otel",
         "runs/gym-demo/aime25/otel/collector.yaml",
+        "runs/gym-demo/aime25/otel/drain.yaml",  # the backend's queue is on disk
     }, "the atomic write leaves no temporary file behind"
     text = target.read_text(encoding="utf-8")
     first, second = text.splitlines()[:2]
@@ -243,6 +244,7 @@ def test_validate_checks_against_the_line_of_the_collector_version(
     ]
     assert {line.split(": ", 1)[0] for line in warned} == {
         "connectors.spanmetrics",
+        "exporters.otlphttp/queue",
         "exporters.otlphttp/backend",
     }, against_current.stderr
     assert any("'span_metrics'" in line for line in warned)

@@ -313,7 +313,7 @@ def test_after_sigkill_the_next_write_removes_the_stale_temporary(tmp_path: Path
     killed = _render_with_signal("SIGKILL", job_dir, tmp_path)
     assert killed.returncode == -signal.SIGKILL
     (stale,) = otel.iterdir()
-    assert stale.name.startswith(".collector.yaml.")
+    assert stale.name.startswith(".drain.yaml.")  # the first of the two files it writes
     host = socket.gethostname()
     others = [  # not ours to remove: a live process, another host
         otel / f".collector.yaml.{host}.{os.getpid()}.0000.tmp",
@@ -333,7 +333,7 @@ def test_after_sigkill_the_next_write_removes_the_stale_temporary(tmp_path: Path
     )
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in otel.iterdir()) == sorted(
-        ["collector.yaml", *(o.name for o in others)]
+        ["collector.yaml", "drain.yaml", *(o.name for o in others)]
     )
 
 

@@ -10,7 +10,8 @@ from support import helpers
 
 from nemo_gym.orchestration.api import SubmitConfig
 
-CONFIG = SubmitConfig.from_yaml(helpers.REPO / "examples" / "submit.yaml")
+EXAMPLE = helpers.REPO / "examples" / "submit.yaml"
+CONFIG = SubmitConfig.from_yaml(EXAMPLE)
 CASES = list(helpers.render_variants(CONFIG))
 IDS = [f"{line}-{combination}" for line, combination, _ in CASES]
 SIGNALS = ("traces", "metrics", "logs")
@@ -37,7 +38,8 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
     assert f"line {line}, combination {combination}, template version 5" in head[1]
 
     assert config["extensions"]["health_check"]["endpoint"] == "localhost:13133"
-    assert config["service"]["extensions"] == ["health_check"]
+    queue_storage = ["file_storage/queue"] if "otlp_http" in combination else []
+    assert config["service"]["extensions"] == ["health_check", *queue_storage]
     protocols = config["receivers"]["otlp"]["protocols"]
     assert protocols["grpc"]["endpoint"] == "localhost:4317"
     assert protocols["http"]["endpoint"] == "localhost:4318"
@@ -113,7 +115,8 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
 
     exporters = config["exporters"]
     assert ("file" in combination) == any(k.startswith("file/") for k in exporters)
-    backends = [k for k in exporters if helpers.exports_to_backend(k, line)]
+    hop = f"{otlp_http_type}/queue"
+    backends = [k for k in exporters if helpers.exports_to_backend(k, line) and k != hop]
     assert backends == ([f"{otlp_http_type}/backend"] if "otlp_http" in combination else [])
     if "file" in combination:
         base = helpers.job_dir(CONFIG, "aime25")
@@ -127,18 +130,20 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
         backend = exporters[f"{otlp_http_type}/backend"]
         assert backend["endpoint"] == "https://otlp.observability.example.internal"
         assert backend["headers"] == {"Authorization": "Bearer ${env:OTEL_TOKEN}"}
-        # The shutdown bound: no more requests queued than consumers (items in batches of at
-        # least min_size, one partial batch), each request waits one timeout.
-        assert backend["timeout"] == "3s"
-        queue = backend["sending_queue"]
-        assert queue["sizer"] == "items" and queue["block_on_overflow"] is False
-        batch = queue["batch"]
-        assert batch["min_size"] <= batch["max_size"]
-        requests = -(-queue["queue_size"] // batch["min_size"]) + 1
-        assert requests <= queue["num_consumers"], requests
-        assert backend["retry_on_failure"]["enabled"] is True
+        # One attempt per request the hop hands over: the disk queue retries, not this one.
+        assert backend["retry_on_failure"] == {"enabled": False}
+        assert backend["sending_queue"] == {"enabled": False}
+        _check_disk_queue(config, hop, helpers.job_dir(CONFIG, "aime25"))
 
     pipelines = config["service"]["pipelines"]
+    if "otlp_http" in combination:
+        for signal in SIGNALS:
+            assert pipelines[f"{signal}/queue"] == {
+                "receivers": [f"forward/{signal}"],
+                "exporters": [hop],
+            }
+            assert pipelines[f"{signal}/backend"]["receivers"] == ["otlp/queue"]
+            assert pipelines[f"{signal}/backend"]["processors"] == ["resource/tenant"]
     ingest = {signal: pipelines[f"{signal}/ingest"] for signal in SIGNALS}
     assert ingest["metrics"]["receivers"] == ["otlp", "prometheus", span_metrics_type]
     assert ingest["traces"]["receivers"] == ["otlp"] and ingest["logs"]["receivers"] == ["otlp"]
@@ -214,3 +219,53 @@ def test_delivery_report_pushes_to_the_own_receiver(listen_host: str, pushed_to:
         exporter = reader["periodic"]["exporter"]["otlp"]
         assert exporter == {"protocol": "http/protobuf", "endpoint": pushed_to}
         assert "OTEL_TOKEN" not in str(parsed["service"]["telemetry"])
+
+
+def _duration(text: str) -> float:
+    return float(text.removesuffix("s"))
+
+
+def _check_disk_queue(config: dict, hop: str, job_dir: str) -> None:
+    """The default backend path: a disk queue in the job directory, a loopback hop, pacing."""
+    storage = config["extensions"]["file_storage/queue"]
+    assert storage["directory"] == f"{job_dir}/otel/queue"
+    assert storage["compaction"]["directory"] == storage["directory"]
+    assert config["receivers"]["otlp/queue"] == {
+        "protocols": {"http": {"endpoint": "localhost:4319"}}
+    }
+    exporter = config["exporters"][hop]
+    assert exporter["endpoint"] == "http://localhost:4319"
+    queue = exporter["sending_queue"]
+    assert queue["storage"] == "file_storage/queue"
+    assert queue["sizer"] == "bytes" and queue["queue_size"] == 4096 * 1024 * 1024
+    assert queue["block_on_overflow"] is False  # a full queue refuses; the files still get it
+    assert exporter["retry_on_failure"]["max_elapsed_time"] == "0s"  # until the backend takes it
+    # The hop never gives up on a request the backend is still working on.
+    backend = config["exporters"][hop.replace("/queue", "/backend")]
+    assert _duration(exporter["timeout"]) > _duration(backend["timeout"])
+
+
+def test_the_in_memory_queue_keeps_its_shutdown_bound() -> None:
+    """``otel.backend_queue_megabytes: null``: the queue in memory, sized so the stop is bounded:
+    no more requests queued than consumers (items in batches of at least min_size, one partial
+    batch), each request waits one timeout."""
+    mapping = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    mapping["otel"]["backend_queue_megabytes"] = None
+    for line, combination, text in helpers.render_variants(SubmitConfig.from_dict(mapping)):
+        config = yaml.safe_load(text)
+        if "otlp_http" not in combination:
+            continue
+        otlp_http_type, _ = _type_names(line)
+        assert f"{otlp_http_type}/queue" not in config["exporters"]
+        assert "otlp/queue" not in config["receivers"]
+        assert config["service"]["extensions"] == ["health_check"]
+        backend = config["exporters"][f"{otlp_http_type}/backend"]
+        assert backend["timeout"] == "3s"
+        queue = backend["sending_queue"]
+        assert queue["sizer"] == "items" and queue["block_on_overflow"] is False
+        batch = queue["batch"]
+        assert batch["min_size"] <= batch["max_size"]
+        requests = -(-queue["queue_size"] // batch["min_size"]) + 1
+        assert requests <= queue["num_consumers"], requests
+        assert backend["retry_on_failure"]["enabled"] is True
+        assert config["service"]["pipelines"]["traces/backend"]["receivers"] == ["forward/traces"]

@@ -29,6 +29,8 @@ from typing import Any
 import psutil
 
 from nemo_gym.orchestration.executors.otel import (
+    DRAIN_CONFIG_NAME,
+    DRAIN_SECONDS,
     FINAL_SCRAPE_GRACE_SECONDS,
     SubmitConfig,
     write_collector_config,
@@ -139,6 +141,7 @@ class Run:
     sent: dict[str, dict[str, Any]] = field(default_factory=dict)  # service.name -> report
     exit_code: int = -1
     exit_seconds: float | None = None  # from TERM to exit
+    drain_exit_code: int | None = None  # the stop's drain (a disk queue only)
     listening: set[tuple[str, int]] = field(default_factory=set)
     log: str = ""  # the collector's output
     files: dict[str, list[Any]] = field(default_factory=dict)  # the job's files once it exited
@@ -248,6 +251,15 @@ class Life:
                 run.sent.update(late.finish())
             run.exit_code = collector.stop()
             run.exit_seconds = collector.exit_seconds
+        drain_config = self.otel_dir / DRAIN_CONFIG_NAME
+        if drain_config.exists():  # the stop's drain, as the job step runs it
+            drain = Collector(
+                self.binary, drain_config, env, self.job_dir, outside / "drain.log", self.host
+            )
+            with running(drain):
+                drain.wait_healthy()
+                time.sleep(DRAIN_SECONDS)
+                run.drain_exit_code = drain.stop()
         run.log = log_path.read_text(errors="replace")
         run.files = {s: self.file_items(s) for s in SIGNALS}
         return run

@@ -14,6 +14,8 @@ from ._common.constants import (  # the constants load at import: they cost noth
     COLLECTOR_DIR,
     COLLECTOR_HEALTH_PORT,
     COLLECTOR_SERVICE_NAME,
+    DRAIN_CONFIG_NAME,
+    DRAIN_SECONDS,
     FINAL_SCRAPE_GRACE_SECONDS,
     GYM_TELEMETRY_EXTRA,
     OTLP_GRPC_PORT,

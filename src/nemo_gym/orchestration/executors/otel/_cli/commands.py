@@ -17,7 +17,12 @@ from .._checks.collector_config import check_for_graph, load_collector_config
 from .._checks.tenant import TenantPolicy
 from .._common.constants import COLLECTOR_DIR
 from .._common.errors import OtelConfigError, SubmitConfigError, TemplateError, Violation
-from .._render.rendering import checked_rendering, render_checked, render_unchecked, write_rendered
+from .._render.rendering import (
+    checked_rendering,
+    render_job_files,
+    render_unchecked,
+    write_rendered,
+)
 from .._render.verdicts import (
     caught_warnings,
     example_job_dir,
@@ -76,10 +81,10 @@ def render(args: argparse.Namespace) -> int:
     validate_gym_telemetry(config)  # rendering checks the destination and the arguments
     caught: list[Violation] = []
     with _named_as_flags(_JOB_FLAGS), caught_warnings(caught):
-        text, found = render_checked(
+        text, drain, found = render_job_files(
             config, args.benchmark, args.job_dir, template_dirs=args.template_dir
         )
-        result = text if args.stdout else write_rendered(text, args.job_dir)
+        result = text if args.stdout else write_rendered(text, args.job_dir, drain)
     _warn([*found, *caught])
     if "otlp_http" in config.otel.exporters:
         try:

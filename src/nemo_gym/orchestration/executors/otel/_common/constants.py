@@ -9,6 +9,13 @@ from __future__ import annotations
 COLLECTOR_SERVICE_NAME = "otel_collector"
 COLLECTOR_DIR = "otel"
 COLLECTOR_CONFIG_NAME = "collector.yaml"
+# Beside it when the backend's queue is on disk: the config that sends what the queue still
+# holds (the stop runs it after the collector; `nemo-gym-otel drain` later).
+DRAIN_CONFIG_NAME = "drain.yaml"
+# How long the stop runs the drain config once it is healthy: a stop's remainder (the last
+# second's batch) takes a healthy backend a second or two; one delivery-report reading (5s)
+# after it records the queue empty.
+DRAIN_SECONDS = 8
 COLLECTOR_HEALTH_PORT = 13133
 OTLP_GRPC_PORT = 4317
 OTLP_HTTP_PORT = 4318

@@ -16,7 +16,7 @@ from typing import Any
 from .._checks.collector_config import check_collector_config
 from .._checks.tenant import TenantPolicy
 from .._common.atomic_file import write_atomically
-from .._common.constants import COLLECTOR_CONFIG_NAME, COLLECTOR_DIR
+from .._common.constants import COLLECTOR_CONFIG_NAME, COLLECTOR_DIR, DRAIN_CONFIG_NAME
 from .._common.errors import (
     CollectorConfigError,
     CollectorConfigWarning,
@@ -32,6 +32,7 @@ from .._submit.rules import validate_destination
 from .._templating.catalogue import Line, search_path, template_set
 from .._templating.context import checked, template_context
 from .._templating.environment import render_template
+from .drain_config import drain_document
 
 
 def collector_config_path(remote_bench_dir: str | os.PathLike[str]) -> Path:
@@ -120,6 +121,27 @@ def checked_rendering(rendering: Rendering) -> tuple[Any, list[Violation]]:
     return parsed, [*rendering.warnings, *found]
 
 
+def checked_drain_text(rendering: Rendering, parsed: Any) -> str | None:
+    """The drain config cut from a checked rendering (see :mod:`.drain_config`), checked by
+    the same rules; None when its backend queue is not on disk."""
+    import yaml
+
+    document = drain_document(parsed)
+    if document is None:
+        return None
+    source = f"drain config cut from rendered {rendering.template}"
+    try:
+        check_collector_config(document, rendering.line, source, rendering.policy)
+    except CollectorConfigError as exc:
+        raise CollectorConfigError(exc.violations, f"{source} ({rendering.origin})") from None
+    header = (
+        f"# The drain config of {COLLECTOR_CONFIG_NAME} beside it, cut from it by nemo-gym-otel: "
+        "its backend path alone,\n# reading what the disk queue holds. Re-render instead of "
+        "editing it.\n"
+    )
+    return header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
+
+
 def render_checked(
     config: SubmitConfig,
     benchmark_name: str,
@@ -168,20 +190,51 @@ def write_collector_config(
     *,
     template_dirs: Sequence[str | os.PathLike[str]] | None = None,
 ) -> Path:
-    """Render, check and atomically write ``<remote_bench_dir>/otel/collector.yaml``."""
-    text, found = render_checked(
+    """Render, check and atomically write ``<remote_bench_dir>/otel/collector.yaml`` and, when
+    the backend's queue is on disk, ``drain.yaml`` beside it (written first: the step reads
+    ``collector.yaml`` as the sign that both are there)."""
+    text, drain, found = render_job_files(
         config, benchmark_name, remote_bench_dir, template_dirs=template_dirs
     )
-    target = write_rendered(text, remote_bench_dir)
+    target = write_rendered(text, remote_bench_dir, drain)
     _warn(found)
     return target
 
 
-def write_rendered(text: str, remote_bench_dir: str | os.PathLike[str]) -> Path:
-    """Atomically write checked YAML as ``<remote_bench_dir>/otel/collector.yaml``."""
+def render_job_files(
+    config: SubmitConfig,
+    benchmark_name: str,
+    remote_bench_dir: str | os.PathLike[str],
+    *,
+    template_dirs: Sequence[str | os.PathLike[str]] | None = None,
+) -> tuple[str, str | None, list[Violation]]:
+    """The checked ``collector.yaml``, its checked drain config (None without a disk queue)
+    and the warnings: everything a job directory gets, before anything is written."""
+    rendering = render_unchecked(
+        config, benchmark_name, remote_bench_dir, template_dirs=template_dirs
+    )
+    parsed, found = checked_rendering(rendering)
+    return rendering.text, checked_drain_text(rendering, parsed), found
+
+
+def write_rendered(
+    text: str, remote_bench_dir: str | os.PathLike[str], drain: str | None = None
+) -> Path:
+    """Atomically write checked YAML as ``<remote_bench_dir>/otel/collector.yaml`` (and a
+    checked ``drain`` config as ``drain.yaml``, or remove one an earlier rendering left)."""
     target = collector_config_path(bench_dir_argument(remote_bench_dir))
+    drain_path = target.with_name(DRAIN_CONFIG_NAME)
     try:
-        write_atomically(target, text)
+        if drain is None:
+            drain_path.unlink(missing_ok=True)
+        else:
+            write_atomically(drain_path, drain)
+        try:
+            write_atomically(target, text)
+        except BaseException:  # a signal too: no drain config without its collector config
+            if drain is not None:
+                drain_path.unlink(missing_ok=True)
+            raise
     except OSError as exc:
         raise SubmitConfigError(
             "remote_bench_dir",

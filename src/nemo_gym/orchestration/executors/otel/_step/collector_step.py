@@ -26,6 +26,8 @@ from .._common.constants import (
     COLLECTOR_HEALTH_PORT,
     COLLECTOR_LOG_NAME,
     COLLECTOR_SERVICE_NAME,
+    DRAIN_CONFIG_NAME,
+    DRAIN_SECONDS,
     FINAL_SCRAPE_GRACE_SECONDS,
     SHUTDOWN_WAIT_SECONDS,
 )
@@ -50,6 +52,12 @@ class CollectorStep:
     ``pool`` None), target ``localhost:<port>`` on the collector's own node and
     ``<node>:<port>`` elsewhere, labels ``instance: <node>:<port>`` and, for a model service,
     ``gym_service``. :func:`collector_step_script` writes them from Slurm's node lists.
+
+    After the collector exited, when ``drain_config_path`` exists (the backend's queue is on
+    disk), the stop runs ``drain_command`` as the step ``drain_name`` for ``drain_seconds``
+    after it is healthy: what the stop left queued goes out (a healthy backend takes a stop's
+    remainder in a second or two). What it cannot send stays queued for the next start or
+    ``nemo-gym-otel drain``.
     """
 
     name: str
@@ -67,10 +75,22 @@ class CollectorStep:
     pools: tuple[str, ...]
     targets_dir: PurePosixPath
     scrape_jobs: tuple[ScrapeJob, ...]
+    drain_name: str
+    drain_command: tuple[str, ...]
+    drain_config_path: PurePosixPath
+    drain_seconds: int
 
     @property
     def srun_command(self) -> tuple[str, ...]:
         return ("srun", *self.srun_options, *self.command)
+
+    @property
+    def drain_srun_command(self) -> tuple[str, ...]:
+        options = [
+            f"--job-name={self.drain_name}" if o.startswith("--job-name=") else o
+            for o in self.srun_options
+        ]
+        return ("srun", *options, *self.drain_command)
 
     def as_json(self) -> dict[str, object]:
         """Plain JSON types, as ``nemo-gym-otel step --json`` prints them."""
@@ -86,6 +106,11 @@ class CollectorStep:
             "health_timeout_seconds": self.health_timeout_seconds,
             "grace_seconds": self.grace_seconds,
             "shutdown_wait_seconds": self.shutdown_wait_seconds,
+            "drain_name": self.drain_name,
+            "drain_command": list(self.drain_command),
+            "drain_srun_command": list(self.drain_srun_command),
+            "drain_config_path": str(self.drain_config_path),
+            "drain_seconds": self.drain_seconds,
             "pools": list(self.pools),
             "targets_dir": str(self.targets_dir),
             "scrape_jobs": [
@@ -113,6 +138,7 @@ def collector_step(
     bench_dir = check_render_inputs(config, benchmark_name, bench_dir_argument(remote_bench_dir))
     otel = config.otel
     config_path = PurePosixPath(collector_config_path(bench_dir))
+    drain_path = config_path.with_name(DRAIN_CONFIG_NAME)
     options = [
         "--overlap",
         "--nodes=1",
@@ -141,6 +167,10 @@ def collector_step(
         pools=pool_names(config),
         targets_dir=targets_dir(bench_dir),
         scrape_jobs=tuple(scrape_jobs(config, checked(otel.component, "otel.component"))),
+        drain_name=f"{COLLECTOR_SERVICE_NAME}_drain",
+        drain_command=(otel.binary, f"--config=file:{drain_path}"),
+        drain_config_path=drain_path,
+        drain_seconds=DRAIN_SECONDS,
     )
 
 
@@ -184,7 +214,7 @@ def collector_step_script(
         f"    local cause={q(_LOST_READING.format(endpoint=delivery_report_endpoint(config.otel.listen_host)))}\n"
         '    [[ "$line" == *"$cause"* && "$line" != *";"* ]] || return 1\n'
         '    [[ "$line" == *": connect: connection refused" || "$line" == *": write: broken pipe" ||\n'
-        '        "$line" == *": read: connection reset by peer" ]]\n'
+        '        "$line" == *": read: connection reset by peer" || "$line" == *": EOF" ]]\n'
         if config.otel.delivery_report
         else "    return 1\n"
     )
@@ -209,6 +239,16 @@ def collector_step_script(
         shutdown_wait=step.shutdown_wait_seconds,
         token_checks=token_checks,
         binary_check=binary_check,
+        drain_call=_DRAIN_CALL,
+        drain=_DRAIN.format(
+            name=q(step.drain_name),
+            config=q(str(step.drain_config_path)),
+            srun=" ".join(q(part) for part in step.drain_srun_command),
+            log=q(str(step.log_path)),
+            health_timeout=step.health_timeout_seconds,
+            seconds=step.drain_seconds,
+            shutdown_wait=step.shutdown_wait_seconds,
+        ),
     )
 
 
@@ -216,11 +256,54 @@ def collector_step_script(
 # current line writes "Error: ", the legacy line a time stamp and "collector server run finished
 # with error: ". A "; " would join another error to it. The push fails on its own receiver, closed
 # by then: refused when it connects, or a broken pipe or a reset when the receiver closes the
-# connection under it (each seen on the real collector).
+# connection under it, or the connection ends before the answer (EOF) (each seen on the real
+# collector).
 _LOST_READING = (
     "failed to shutdown service after error: failed to shutdown meter provider: "
     'failed to upload metrics: Post "{endpoint}": '
 )
+
+_DRAIN_CALL = """\
+    if [[ -f "$_otel_collector_drain_config" ]]; then
+        _otel_collector_drain || ((status != 0)) || status=1
+    fi
+"""
+
+# Formatted on its own, then passed whole into _FRAGMENT (so formatted once).
+_DRAIN = """\
+_otel_collector_drain_config={config}
+
+_otel_collector_drain() {{  # what the stop left in the disk queue: drain.yaml, for {seconds}s
+    local pid status=0 deadline=$((SECONDS + {health_timeout}))
+    {srun} >>{log} 2>&1 &
+    pid=$!
+    until _otel_collector_healthy; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            wait "$pid" || status=$?
+            echo "otel_collector_stop: the drain exited (status $status) before it was healthy; what the stop left queued stays on disk for the next start or nemo-gym-otel drain; "{log}": $(_otel_collector_last_log_line)" >&2
+            return 1
+        fi
+        if ((SECONDS >= deadline)); then
+            _otel_collector_kill_step "$pid" {name}
+            echo "otel_collector_stop: the drain was not healthy after {health_timeout}s; what the stop left queued stays on disk for nemo-gym-otel drain, see "{log} >&2
+            return 1
+        fi
+        _otel_collector_pause 0.2
+    done
+    _otel_collector_pause {seconds}
+    if ! _otel_collector_term "$pid" {name}; then
+        echo "otel_collector_stop: the drain did not exit within {shutdown_wait}s of TERM; its step was killed, see "{log} >&2
+        return 1
+    fi
+    wait "$pid" || status=$?
+    if ((status == 1)) && _otel_collector_only_last_reading_lost; then
+        status=0
+    elif ((status != 0)); then
+        echo "otel_collector_stop: the drain exited with status $status; "{log}": $(_otel_collector_last_log_line)" >&2
+    fi
+    return "$status"
+}}
+"""
 
 _FRAGMENT = """\
 # nemo-gym-otel: the OpenTelemetry Collector's job step. Source this file in the batch script,
@@ -254,22 +337,36 @@ _otel_collector_healthy() {{  # HTTP/1.0 GET through bash's /dev/tcp; healthy me
     [[ "$status" == "HTTP/1."?" 200"* ]]
 }} 2>/dev/null
 
-_otel_collector_steps() {{  # the collector's step ids, found by name: step ids race
+_otel_collector_steps() {{  # the step ids of the step named $1 (default: the collector's)
+    local want=${{1:-{name}}}
     squeue --noheader --steps --jobs="$SLURM_JOB_ID" --format='%i %j' 2>/dev/null |
         while read -r id name; do
-            if [[ "$name" == {name} ]]; then printf '%s\\n' "$id"; fi
+            if [[ "$name" == "$want" ]]; then printf '%s\\n' "$id"; fi
         done
     return 0
 }}
 
-_otel_collector_kill_step() {{
-    local step
-    for step in $(_otel_collector_steps); do scancel "$step" 2>/dev/null || :; done
-    kill -KILL "$_otel_collector_pid" 2>/dev/null || :
-    wait "$_otel_collector_pid" 2>/dev/null || :
-    _otel_collector_pid=
+_otel_collector_kill_step() {{  # [pid name]: default the collector's
+    local step pid=${{1:-$_otel_collector_pid}}
+    for step in $(_otel_collector_steps "${{2:-}}"); do scancel "$step" 2>/dev/null || :; done
+    kill -KILL "$pid" 2>/dev/null || :
+    wait "$pid" 2>/dev/null || :
+    [[ -n "${{1:-}}" ]] || _otel_collector_pid=
 }}
 
+_otel_collector_term() {{  # pid name: TERM the named step, wait; 1 (and kill it) past the bound
+    local step deadline=$((SECONDS + {shutdown_wait}))
+    for step in $(_otel_collector_steps "$2"); do scancel --signal=TERM "$step" || :; done
+    while kill -0 "$1" 2>/dev/null && ((SECONDS < deadline)); do
+        _otel_collector_pause 0.2
+    done
+    if kill -0 "$1" 2>/dev/null; then
+        _otel_collector_kill_step "$1" "$2"
+        return 1
+    fi
+}}
+
+{drain}
 _otel_collector_hostnames() {{  # a Slurm node list, one name a line
     if [[ "$1" == *[[,]* ]]; then scontrol show hostnames "$1"; else printf '%s\\n' "$1"; fi
 }}
@@ -380,14 +477,8 @@ otel_collector_stop() {{
         echo "otel_collector_stop: no step named "{name}" in job $SLURM_JOB_ID; the collector was killed without a flush" >&2
         return 1
     fi
-    local step
-    for step in $steps; do scancel --signal=TERM "$step" || :; done
-    local deadline=$((SECONDS + {shutdown_wait}))
-    while kill -0 "$_otel_collector_pid" 2>/dev/null && ((SECONDS < deadline)); do
-        _otel_collector_pause 0.2
-    done
-    if kill -0 "$_otel_collector_pid" 2>/dev/null; then
-        _otel_collector_kill_step
+    if ! _otel_collector_term "$_otel_collector_pid" {name}; then
+        _otel_collector_pid=
         echo "otel_collector_stop: the collector did not exit within {shutdown_wait}s of TERM; its step was killed, see "{log} >&2
         return 1
     fi
@@ -399,6 +490,6 @@ otel_collector_stop() {{
     elif ((status != 0)); then
         echo "otel_collector_stop: the collector exited with status $status; "{log}": $(_otel_collector_last_log_line)" >&2
     fi
-    return "$status"
+{drain_call}    return "$status"
 }}
 """

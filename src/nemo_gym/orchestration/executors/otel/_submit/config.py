@@ -118,7 +118,7 @@ class Otel:
     collector_version: str | None = None
     listen_host: str = "localhost"
     delivery_report: bool = False
-    backend_queue_megabytes: int | None = None
+    backend_queue_megabytes: int | None = 4096
     file_rotation: FileRotation | None = None
 
 

@@ -4,7 +4,9 @@ Receivers, exporters and connectors are one node each; a pipeline is a box holdi
 processors (the collector runs one instance per pipeline). The tenant processors are the ones
 the tenant rules recognise (:func:`.._checks.tenant.tenant_processors`: the token's expansion
 upserted as ``Authorization``): from such a processor on, the links of its pipeline are thick
-and its nodes are marked, and so is every pipeline fed through a connector from a marked one.
+and its nodes are marked, and so is every pipeline fed through a connector or a hop (an
+exporter sending to the collector's own loopback receiver, drawn as a dotted link) from a
+marked one.
 Reviewers see at a glance that the token goes to the backend and nowhere else (the
 job-directory files); a processor the rules would not accept as the tenant marks nothing.
 """
@@ -16,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._checks.graph import pipelines_of
+from .._checks.hops import queue_hops
 from .._checks.tenant import TENANT_KEY, tenant_processors
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
@@ -32,6 +35,7 @@ def _tenant_pipelines(config: Mapping[str, Any], token_env: str) -> dict[str, in
     data, from a marked pipeline through a connector."""
     pipelines = pipelines_of(config)
     connectors = set((config.get("connectors") or {}).keys())
+    hops = queue_hops(config)
     tenant_ids = tenant_processors(config, token_env)
     marked: dict[str, int] = {}
     for name, pipeline in pipelines.items():
@@ -43,10 +47,10 @@ def _tenant_pipelines(config: Mapping[str, Any], token_env: str) -> dict[str, in
     while changed:
         changed = False
         feeding = {
-            exporter
+            hops.get(exporter, exporter)
             for name in marked
             for exporter in pipelines[name].get("exporters") or []
-            if exporter in connectors
+            if exporter in connectors or exporter in hops
         }
         for name, pipeline in pipelines.items():
             if name not in marked and feeding & set(pipeline.get("receivers") or []):
@@ -81,6 +85,10 @@ def pipeline_mermaid(config: Mapping[str, Any], token_env: str) -> str:
                     section = "connectors" if name in connectors else role
                     left, right = _SHAPES[section]
                     lines.append(f"  {node}{left}{name}{right}")
+    for exporter, receiver in queue_hops(config).items():
+        hop = (_node_id("e", exporter), _node_id("r", receiver))
+        if set(hop) <= declared:
+            lines.append(f'  {hop[0]} -.->|"loopback"| {hop[1]}')
     for name, pipeline in pipelines.items():
         box = _node_id("p", name)
         processors = pipeline.get("processors") or []

@@ -1,0 +1,89 @@
+"""The drain config: the job's own backend path, reading what its disk queue still holds.
+
+A stop leaves on disk what was still queued (the hop's receiver closes with the other
+receivers, before the queue's exporter could send its last batch), and so does an outage that
+outlasts the job. The drain config sends it: cut from the job's rendered config, so its backend
+path is the job's own, override and all (the same queue exporter and storage, the same tenant
+stamp and backend exporter, the same token reference), and checked by the same rules before it
+is written beside ``collector.yaml``. The job step runs it after the collector (see
+:mod:`..._step.collector_step`); ``nemo-gym-otel drain`` runs it later, from any node.
+
+What it keeps: every pipeline receiving from a hop (the backend path), unchanged; each pipeline
+that fed a disk-queued hop, now fed by the job's own OTLP receiver instead of the ingest
+pipelines (nothing sends there but the collector's own delivery report, when it pushes one);
+and, where the job wrote metrics to files, a pipeline writing that receiver's metrics there, so
+a drain's own readings join the delivery report. Nothing else: no scrape, no processing of
+the job's data, no connector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .._checks.graph import SECTIONS, component_type, pipelines_of, signal_of
+from .._checks.hops import disk_queued, queue_hops
+
+DRAIN_FILES_PIPELINE = "metrics/drain_readings"
+
+
+def _refs(pipeline: Mapping[str, Any], role: str) -> list[str]:
+    refs = pipeline.get(role)
+    return [r for r in refs if isinstance(r, str)] if isinstance(refs, list) else []
+
+
+def disk_hops(config: Mapping[str, Any]) -> dict[str, str]:
+    """Hop exporter -> its receiver, for the hops whose queue is on disk."""
+    exporters = config.get("exporters")
+    bodies = exporters if isinstance(exporters, Mapping) else {}
+    return {e: r for e, r in queue_hops(config).items() if disk_queued(bodies.get(e))}
+
+
+def drain_document(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The drain config cut from a job's parsed config; None when nothing is queued on disk."""
+    hops = disk_hops(config)
+    receivers = config.get("receivers")
+    ingest = next(
+        (
+            str(r)
+            for r in (receivers if isinstance(receivers, Mapping) else {})
+            if component_type(str(r)) == "otlp" and r not in hops.values()
+        ),
+        None,
+    )
+    if not hops or ingest is None:
+        return None
+    kept: dict[str, dict[str, Any]] = {}
+    file_exporters: list[str] = []
+    for pipeline_id, pipeline in pipelines_of(config).items():
+        if set(_refs(pipeline, "receivers")) & set(hops.values()):
+            kept[pipeline_id] = dict(pipeline)
+        elif queued := [e for e in _refs(pipeline, "exporters") if e in hops]:
+            kept[pipeline_id] = {"receivers": [ingest], "exporters": queued}
+        elif signal_of(pipeline_id) == "metrics":
+            file_exporters += [
+                e
+                for e in _refs(pipeline, "exporters")
+                if component_type(e) == "file" and e not in file_exporters
+            ]
+    if file_exporters:
+        kept[DRAIN_FILES_PIPELINE] = {"receivers": [ingest], "exporters": file_exporters}
+    used = {
+        ref
+        for p in kept.values()
+        for role in ("receivers", "processors", "exporters")
+        for ref in _refs(p, role)
+    }
+    document: dict[str, Any] = {}
+    for section in SECTIONS:
+        components = config.get(section)
+        if not isinstance(components, Mapping):
+            continue
+        if section == "extensions":
+            document[section] = dict(components)
+        else:
+            document[section] = {k: v for k, v in components.items() if k in used}
+    service = dict(config.get("service") or {})
+    service["pipelines"] = kept
+    document["service"] = service
+    return document
