@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 from support import helpers
-from support.e2e_checks import OVERRIDE, span_counts
+from support.e2e_checks import span_counts
 from support.e2e_job import PRODUCERS
 from support.e2e_life import (
     FAULTS,
@@ -45,7 +45,14 @@ from support.e2e_life import (
     port_taken,
     someone_listens,
 )
-from support.e2e_otlp import SIGNALS, frozen
+from support.e2e_tally import (
+    assert_holds_exactly,
+    at_backend,
+    count,
+    found,
+    in_files,
+    sent,
+)
 from support.otelcol import collector_binary
 
 from nemo_gym.orchestration.executors.otel import (
@@ -59,9 +66,7 @@ from nemo_gym.orchestration.executors.otel import (
 pytestmark = pytest.mark.collector
 
 LINES = tuple(helpers.line_metadata())
-PRODUCER_SCOPE = "nemo_gym.e2e"  # the producers' tracer and meter
 DRIVER = {p.service_name for p in PRODUCERS}
-SERVICES = DRIVER | {LATE_PRODUCER.service_name}
 
 
 def scenarios() -> dict[str, Callable[[Life], None]]:
@@ -131,70 +136,6 @@ def token() -> str:
 
 
 # --- what was sent and what arrived -----------------------------------------------------------
-
-
-def sent(runs: list[Run]) -> dict[str, Counter[Any]]:
-    reports = [report for run in runs for report in run.sent.values()]
-    return {
-        "traces": Counter((r["service"], s["span_id"]) for r in reports for s in r["spans"]),
-        "logs": Counter((r["service"], body) for r in reports for body in r["logs"]),
-        "metrics": Counter(
-            (
-                r["service"],
-                p["metric"],
-                p["kind"],
-                frozen(p["attributes"]),
-                p["time_unix_nano"],
-                p["value"],
-            )
-            for r in reports
-            for p in r["points"]
-        ),
-    }
-
-
-def found(items: dict[str, list[Any]]) -> dict[str, Counter[Any]]:
-    """The producers' own items among everything a destination holds."""
-    ours = {s: [i for i in items[s] if i.resource.get(OVERRIDE) in SERVICES] for s in SIGNALS}
-    return {
-        "traces": Counter((s.resource[OVERRIDE], s.span_id) for s in ours["traces"]),
-        "logs": Counter((r.resource[OVERRIDE], r.body) for r in ours["logs"]),
-        "metrics": Counter(
-            (
-                p.resource[OVERRIDE],
-                p.metric,
-                p.kind,
-                frozen(p.attributes),
-                p.time_unix_nano,
-                p.value,
-            )
-            for p in ours["metrics"]
-            if p.scope == PRODUCER_SCOPE
-        ),
-    }
-
-
-def in_files(life: Life) -> dict[str, list[Any]]:
-    return {s: life.file_items(s) for s in SIGNALS}
-
-
-def at_backend(life: Life) -> dict[str, list[Any]]:
-    return {s: life.backend.items(s) for s in SIGNALS}
-
-
-def assert_holds_exactly(
-    got: dict[str, Counter[Any]], want: dict[str, Counter[Any]], where: str
-) -> None:
-    for s in SIGNALS:
-        missing, unexpected = want[s] - got[s], got[s] - want[s]
-        assert not missing and not unexpected, (
-            f"{where} {s}: {sum(missing.values())} sent items missing, e.g. {list(missing)[:3]}; "
-            f"{sum(unexpected.values())} unexpected, e.g. {list(unexpected)[:3]}"
-        )
-
-
-def count(items: dict[str, Counter[Any]]) -> str:
-    return "/".join(str(sum(items[s].values())) for s in SIGNALS)
 
 
 def report(life: Life, scenario: str) -> None:

@@ -52,6 +52,8 @@ from .e2e_job import (
 )
 from .e2e_otlp import SIGNALS, read_jsonl
 
+# Past the batch processor's 200ms and the file exporter's 1s flush: the late batch is on disk.
+KILL_AFTER_SECONDS = 2.5
 # The collector's own metrics listen here unless service.telemetry.metrics says otherwise. No
 # other component of the manifests binds a port by default beyond the three the templates set
 # (OTLP gRPC and HTTP, health check); ``listening_ports`` checks that on the running collector.
@@ -202,13 +204,15 @@ class Life:
             }
         )
 
-    def start(self, fault: Fault | None = None) -> Run:
+    def start(self, fault: Fault | None = None, *, kill: bool = False) -> Run:
         """Start the collector, let the job's processes send, stop it like the executor does.
 
         Without ``fault``: the driver's processes exit, the collector outlives them by
         ``FINAL_SCRAPE_GRACE_SECONDS``, a late batch arrives, TERM. With ``fault``, the backend
         starts misbehaving once it holds the producers' rounds; their last batches meet it, and
-        the late batch and TERM follow as soon as every signal's exporter has met it.
+        the late batch and TERM follow as soon as every signal's exporter has met it. With
+        ``kill``, SIGKILL instead of TERM, once the late batch had a second to reach the disk
+        queue and the files (a node's out-of-memory killer): no stop, so no stop's drain.
         """
         run = Run()
         self.runs.append(run)
@@ -249,10 +253,15 @@ class Life:
                     time.sleep(FINAL_SCRAPE_GRACE_SECONDS)
                 # A last batch in the last moment before TERM.
                 run.sent.update(late.finish())
-            run.exit_code = collector.stop()
-            run.exit_seconds = collector.exit_seconds
+            if kill:
+                time.sleep(KILL_AFTER_SECONDS)
+                collector.kill()
+                run.exit_code = collector.process.returncode
+            else:
+                run.exit_code = collector.stop()
+                run.exit_seconds = collector.exit_seconds
         drain_config = self.otel_dir / DRAIN_CONFIG_NAME
-        if drain_config.exists():  # the stop's drain, as the job step runs it
+        if drain_config.exists() and not kill:  # the stop's drain, as the job step runs it
             drain = Collector(
                 self.binary, drain_config, env, self.job_dir, outside / "drain.log", self.host
             )

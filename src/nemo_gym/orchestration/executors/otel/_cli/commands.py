@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import json
 import shlex
+import shutil
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
@@ -31,16 +32,19 @@ from .._render.verdicts import (
     read_collector_yaml,
 )
 from .._step.collector_step import collector_step, collector_step_script
+from .._step.drain import DrainState, append_record
+from .._step.drain import drain as run_drain
 from .._submit.config import SubmitConfig
 from .._submit.driver_env import merged_driver_env
 from .._submit.rules import validate_gym_telemetry
 from .._submit.token import resolve_token
 from .._templating.catalogue import format_version, search_path, template_set
+from .._views.drain import outcome_json, outcome_text, progress_line
 from .._views.mermaid import pipeline_mermaid
 from .._views.report import show_report
 from .._views.verdicts import origin_text, show_verdicts, warning_lines
 
-EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_CANNOT_TELL = 0, 1, 2, 3
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_CANNOT_TELL, EXIT_STILL_QUEUED = 0, 1, 2, 3, 4
 _REPORT_EXIT = {"complete": EXIT_OK, "incomplete": EXIT_INVALID, "cannot be told": EXIT_CANNOT_TELL}
 PROG = "nemo-gym-otel"
 _BUNDLED_EXAMPLE = "submit.yaml"
@@ -237,3 +241,40 @@ def report(args: argparse.Namespace) -> int:
         )
     log = Path(args.log) if args.log else None
     return _REPORT_EXIT[show_report(job_dir, args.format, log)]
+
+
+def drain(args: argparse.Namespace) -> int:
+    job_dir = Path(args.job_dir)
+    if not (job_dir / COLLECTOR_DIR).is_dir():
+        return usage_error(
+            f"JOB_DIR: {job_dir} has no otel/ folder; "
+            "pass the benchmark's job directory, <output_path>/<gym_job_id>/<benchmark>"
+        )
+    binary = shutil.which(args.collector)
+    if binary is None:
+        raise SubmitConfigError(
+            "--collector",
+            f"collector binary not found: {args.collector}; pass the path of a collector of "
+            "the job's template line",
+        )
+    terminal = sys.stderr.isatty()
+
+    def progress(state: DrainState) -> None:
+        print(f"\r{progress_line(state)}\033[K", end="", file=sys.stderr, flush=True)
+
+    result = run_drain(
+        job_dir, binary, timeout_seconds=args.timeout, progress=progress if terminal else None
+    )
+    if terminal:
+        print(file=sys.stderr)
+    append_record(job_dir, result)
+    if args.format == "json":
+        print(json.dumps(outcome_json(str(job_dir), result), indent=2))
+    else:
+        print(outcome_text(str(job_dir), result))
+    if not result.empty and result.exit_status not in (0, 1):
+        print(
+            f"{PROG}: the drain's collector exited with {result.exit_status}: {result.log_tail}",
+            file=sys.stderr,
+        )
+    return EXIT_OK if result.empty else EXIT_STILL_QUEUED

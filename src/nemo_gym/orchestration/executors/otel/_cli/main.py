@@ -1,7 +1,8 @@
 """``nemo-gym-otel``: render, validate and check collector configs from the shell.
 
 Exit codes: 0 success, 1 invalid input (submit config, template or collector YAML), 2 usage;
-``report``: 0 complete, 1 incomplete, 3 cannot be told. A reader that closes the pipe early
+``report``: 0 complete, 1 incomplete, 3 cannot be told; ``drain``: 0 the disk queue is empty,
+4 items are still queued. A reader that closes the pipe early
 (``report --format json | head -1``) ends the command quietly with 141, as SIGPIPE would.
 Messages go to stderr, one per problem, never as a traceback. Every command that prints results
 takes ``--format {text,json}``; the ``--json`` some commands had before is kept, hidden, as its
@@ -161,6 +162,26 @@ def _parser() -> argparse.ArgumentParser:
     template_dirs(check)
     judged_by_collector(check)
     check.set_defaults(run=commands.check)
+
+    drain = subcommands.add_parser(
+        "drain", help="send what a job's disk queue still holds to the backend"
+    )
+    drain.add_argument("job_dir", metavar="JOB_DIR", help="the benchmark's job directory")
+    drain.add_argument(
+        "--collector",
+        metavar="BINARY",
+        default="otelcol-contrib",
+        help="a collector of the job's template line, path or name on PATH (default: "
+        "otelcol-contrib, as otel.binary)",
+    )
+    drain.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="give up after this long, leaving the rest queued (default: until the queue is empty)",
+    )
+    _output_format(drain, "the outcome as one document")
+    drain.set_defaults(run=commands.drain)
 
     report = subcommands.add_parser(
         "report", help="what the job's collector received and delivered (otel.delivery_report)"

@@ -1,0 +1,48 @@
+"""What ``nemo-gym-otel drain`` prints: a progress line on a terminal, and its outcome."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._common.constants import SIGNALS
+from .._step.drain import DrainResult, DrainState
+
+_ITEMS = {"traces": "spans", "metrics": "points", "logs": "log records"}
+
+
+def _size(count: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if count < 1024 or unit == "GiB":
+            return f"{count:,} {unit}" if unit == "B" else f"{count:,.1f} {unit}"
+        count /= 1024  # type: ignore[assignment]
+    raise AssertionError("unreachable")
+
+
+def progress_line(state: DrainState) -> str:
+    parts = [
+        f"{signal} {state.sent.get(signal, 0):,} sent, {_size(state.queued_bytes.get(signal, 0))} queued"
+        for signal in SIGNALS
+    ]
+    return "drain: " + "; ".join(parts)
+
+
+def outcome_text(job_dir: str, result: DrainResult) -> str:
+    state = result.state
+    sent = ", ".join(f"{state.sent.get(s, 0):,} {_ITEMS[s]}" for s in SIGNALS)
+    line = f"{job_dir}: the backend took {sent} in {result.seconds:.1f}s; "
+    if result.empty:
+        line += "the disk queue is empty"
+    else:
+        left = ", ".join(f"{s} {_size(state.queued_bytes.get(s, 0))}" for s in SIGNALS)
+        line += f"still queued on disk: {left} (is the backend reachable? run drain again)"
+    retried = sum(result.retried_after_timeout.values())
+    if retried:
+        line += (
+            f"; {retried} request(s) were retried after the backend did not answer in time, "
+            "so the backend may hold their items twice"
+        )
+    return line
+
+
+def outcome_json(job_dir: str, result: DrainResult) -> dict[str, Any]:
+    return {"job_dir": job_dir, **result.record()}
