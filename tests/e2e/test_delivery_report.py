@@ -1,17 +1,21 @@
 """``nemo-gym-otel report`` on job directories written by the real collector of each line.
 
-Two jobs per line, with ``otel.delivery_report: true``, behind the routing-proxy backend:
+Three jobs per line, with ``otel.delivery_report: true``, behind the routing-proxy backend:
 
 - ``clean``: the producers send their rounds and exit; the collector runs until it has taken a
-  reading after their last item, then TERM. Traces and logs must report complete, with the files
-  and the backend holding exactly what the producers sent; metrics complete too: up to the last
-  reading by the counters, and the span-metrics points flushed after it by the collector's log
-  (a clean stop that dropped nothing), the backend holding them all. Without the log, those
-  points "cannot be told" (exit 3).
-- ``outage``: the backend answers 503 from before the producers' last batches until after the
-  retry window. The retry window is shortened to 4 s by a test-local override template (the
-  built-in 300 s would make the test minutes long); everything else is the built-in template.
-  The report must say incomplete, naming the items lost at the backend, and the files complete.
+  reading after their last item, then TERM and the stop's drain (``drain.yaml``, as the job step
+  runs it). Traces and logs must report complete, with the files and the backend holding
+  exactly what the producers sent; metrics complete too: up to the last reading by the
+  counters, and the span-metrics points flushed after it by the drain's readings, taken after
+  the collector's and showing the disk queue empty, the backend holding them all.
+- ``disk outage``: the backend answers 503 from before the producers' last batches until after
+  the stop and its drain: the report says incomplete, naming the bytes still queued on disk;
+  after ``nemo-gym-otel drain`` with the backend back it says complete.
+- ``outage`` (the queue in memory, ``otel.backend_queue_megabytes: null``): the backend answers
+  503 until after the retry window, shortened to 4 s by a test-local override template (the
+  built-in 300 s would make the test minutes long). The report must say incomplete, naming the
+  items lost at the backend, and the files complete. Without a drain's reading, what reached
+  the files after the collector's last reading is judged by its log.
 
 The collector exits with status 1 under the delivery report: its push of a last reading at
 shutdown finds its own receiver closed (upstream collector issue 12944). The tests assert that
@@ -95,9 +99,10 @@ def _sent(reports: dict[str, dict[str, Any]]) -> dict[str, int]:
     }
 
 
-def run_job(life: Life, outage: bool) -> tuple[int, str, dict[str, int]]:
-    """One collector life: a round, the last batches (into an outage), readings after the last
-    item, TERM. Returns the exit code, the collector's log and what the producers sent."""
+def run_job(life: Life, outage: bool, retry_window: bool = True) -> tuple[int, str, dict[str, int]]:
+    """One collector life: a round, the last batches (into an outage, waited out for the retry
+    window), readings after the last item, TERM, the stop's drain. Returns the exit code, the
+    collector's log and what the producers sent."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(life.tmp_path),
@@ -120,11 +125,14 @@ def run_job(life: Life, outage: bool) -> tuple[int, str, dict[str, int]]:
                 30,
                 "every signal's exporter to meet the outage",
             )
-            time.sleep(RETRY_WINDOW_SECONDS + 2)  # the retry window runs out
+            if retry_window:
+                time.sleep(RETRY_WINDOW_SECONDS + 2)  # the retry window runs out
         # Readings after the last item reached both exporters, and after the span metrics'
         # last new series were flushed twice.
         time.sleep(3 * DELIVERY_REPORT_INTERVAL_SECONDS)
         exit_code = collector.stop()
+    drained = life.stop_drain(env, life.tmp_path / "drain.log")
+    assert drained in (None, 0, 1), "the stop's drain failed"
     return exit_code, log_path.read_text(errors="replace"), _sent(sent)
 
 
@@ -139,15 +147,18 @@ def line(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def _life(line: str, tmp_path: Path, host: str, outage: bool) -> Life:
-    dirs = [_override_dir(tmp_path, line)] if outage else None
+def _life(line: str, tmp_path: Path, host: str, in_memory_outage: bool) -> Life:
+    dirs = [_override_dir(tmp_path, line)] if in_memory_outage else None
+    otel: dict[str, Any] = {"delivery_report": True}
+    if in_memory_outage:
+        otel["backend_queue_megabytes"] = None
     return Life(
         line,
         host,
         tmp_path,
         collector_binary(line),
         secrets.token_hex(8),
-        otel={"delivery_report": True},
+        otel=otel,
         template_dirs=dirs,
     )
 
@@ -176,21 +187,17 @@ def test_clean_job_reports_complete_with_the_producers_counts(line: str, tmp_pat
         assert entry["backend"]["sent"] == sent[name], entry
         assert entry["backend"]["failed_or_dropped"] == 0, entry
     assert len(life.backend.items("traces")) == sent["traces"]
-    # Metrics: the producers' points plus span metrics, all written and, up to the last
-    # reading, all sent. The span-metrics connector flushes every 5 s until the stop, so points
-    # always reach the files after the last reading: the counters cannot tell their fate at the
-    # backend (exit 3), the collector's log of its clean stop can (issue 17).
+    # Metrics: the producers' points plus span metrics, all written and all sent. The
+    # span-metrics connector flushes every 5 s until the stop, so points reach the files after
+    # the collector's last reading; the stop's drain read the disk queue after that and found
+    # it empty, so their fate is known without the collector's log.
     metrics = signals["metrics"]
     assert metrics["files"]["complete"], metrics
     assert metrics["files"]["items"] >= sent["metrics"] > 0, metrics
-    assert metrics["backend"]["sent"] == metrics["files"]["written"], metrics
-    after = metrics["after_last_reading"]
-    reasons = [
-        f"cannot be told: {after} reached the files after the collector's last reading "
-        "(no collector.log to tell their fate at the backend)"
-    ]
-    assert metrics["backend"]["reasons"] == (reasons if after else []), metrics
-    assert code == (3 if after else 0), json.dumps(document, indent=2)
+    assert metrics["backend"]["sent"] >= metrics["files"]["written"], metrics
+    assert metrics["backend"]["queued_on_disk_bytes"] == 0, metrics
+    assert metrics["backend"]["reasons"] == [], metrics
+    assert code == 0, json.dumps(document, indent=2)
     judged, with_log = report(life, "--log", life.tmp_path / "collector.log")
     assert judged == 0, json.dumps(with_log, indent=2)
     assert with_log["verdict"] == "complete"
@@ -219,3 +226,43 @@ def test_outage_beyond_the_retry_window_reports_the_loss(line: str, tmp_path: Pa
         assert entry["verdict"] == "incomplete"
     human = helpers.run_cli("report", life.job_dir, cwd=life.tmp_path)
     assert human.returncode == 1 and "lost at the backend" in human.stdout, human.stdout
+
+
+def test_outage_through_the_stop_reports_the_disk_queue_until_drained(
+    line: str, tmp_path: Path
+) -> None:
+    life = _life(line, tmp_path, "127.0.0.45" if line == "legacy" else "127.0.0.46", False)
+    try:
+        exit_code, log, sent = run_job(life, outage=True, retry_window=False)
+        code, document = report(life)
+        signals = {s["signal"]: s for s in document["signals"]}
+        assert code == 1 and not document["complete"], json.dumps(document, indent=2)
+        for name in ("traces", "logs"):
+            entry = signals[name]
+            assert entry["files"]["complete"] and entry["files"]["items"] == sent[name], entry
+            assert entry["backend"]["queued_on_disk_bytes"] > 0, entry
+            assert entry["backend"]["failed_or_dropped"] == 0, entry  # queued, not lost
+            assert "bytes still queued on disk" in " ".join(entry["backend"]["reasons"]), entry
+        life.proxy.end_outage()
+        drained = helpers.run_cli(
+            "drain",
+            life.job_dir,
+            "--collector",
+            life.binary,
+            cwd=life.tmp_path,
+            env=helpers.cli_env(**{TOKEN_ENV: life.token}),
+        )
+        assert drained.returncode == 0, drained.stdout + drained.stderr
+        assert "the disk queue is empty" in drained.stdout, drained.stdout
+        code, document = report(life)
+        at_backend = {s: len(life.backend.items(s)) for s in ("traces", "logs")}
+    finally:
+        life.close()
+    _exited_as_expected(exit_code, log)
+    signals = {s["signal"]: s for s in document["signals"]}
+    for name in ("traces", "logs"):
+        entry = signals[name]
+        assert entry["verdict"] == "complete", json.dumps(document, indent=2)
+        assert entry["backend"]["queued_on_disk_bytes"] == 0, entry
+        assert entry["backend"]["sent"] == sent[name] == at_backend[name], entry
+    assert code == 0, json.dumps(document, indent=2)

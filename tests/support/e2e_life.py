@@ -260,18 +260,23 @@ class Life:
             else:
                 run.exit_code = collector.stop()
                 run.exit_seconds = collector.exit_seconds
-        drain_config = self.otel_dir / DRAIN_CONFIG_NAME
-        if drain_config.exists() and not kill:  # the stop's drain, as the job step runs it
-            drain = Collector(
-                self.binary, drain_config, env, self.job_dir, outside / "drain.log", self.host
-            )
-            with running(drain):
-                drain.wait_healthy()
-                time.sleep(DRAIN_SECONDS)
-                run.drain_exit_code = drain.stop()
+        if not kill:
+            run.drain_exit_code = self.stop_drain(env, outside / "drain.log")
         run.log = log_path.read_text(errors="replace")
         run.files = {s: self.file_items(s) for s in SIGNALS}
         return run
+
+    def stop_drain(self, env: dict[str, str], log_path: Path) -> int | None:
+        """What the job step's stop runs after the collector when the job directory holds a
+        drain config: it, for ``DRAIN_SECONDS`` after it is healthy, then TERM; its exit code."""
+        drain_config = self.otel_dir / DRAIN_CONFIG_NAME
+        if not drain_config.exists():
+            return None
+        drain = Collector(self.binary, drain_config, env, self.job_dir, log_path, self.host)
+        with running(drain):
+            drain.wait_healthy()
+            time.sleep(DRAIN_SECONDS)
+            return drain.stop()
 
     def _wait_for_span_metrics_flush(self) -> None:
         def flushes() -> int:

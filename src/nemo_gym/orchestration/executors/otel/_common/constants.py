@@ -16,6 +16,8 @@ DRAIN_CONFIG_NAME = "drain.yaml"
 # second's batch) takes a healthy backend a second or two; one delivery-report reading (5s)
 # after it records the queue empty.
 DRAIN_SECONDS = 8
+# Beside them, one JSON line per run of `nemo-gym-otel drain` (the report reads it).
+DRAIN_RECORD_NAME = "drain.jsonl"
 COLLECTOR_HEALTH_PORT = 13133
 OTLP_GRPC_PORT = 4317
 OTLP_HTTP_PORT = 4318

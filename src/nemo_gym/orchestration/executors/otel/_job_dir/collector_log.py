@@ -12,6 +12,10 @@ collector logs ``Shutdown complete.`` once its exporters have drained. So after 
 items that reached the files after the last reading reached the backend unless the log says
 they were dropped or rejected. Read from both lines' binaries (v0.141.0 and v0.161.0): the same
 messages, with ``otelcol.component.id`` and ``otelcol.signal`` among their fields.
+
+An exporter whose queue is on disk logs the same "Dropping data." for a request its stop
+interrupted (``interrupted due to shutdown``), but the queue keeps that request on disk for the
+next start or a drain: for those exporters such a line is no loss.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 
 CLEAN_STOP = "\tShutdown complete."
+_AT_SHUTDOWN = "interrupted due to shutdown"
 _GAVE_UP = {
     "Exporting failed. Dropping data.": "dropped_items",
     "Exporting failed. Rejecting data.": "rejected_items",
@@ -38,6 +43,7 @@ class Loss:
     signal: str
     items: int
     instance: str  # the collector process's service.instance.id, when the line names it
+    at_shutdown: bool = False  # the stop interrupted the request (a disk queue keeps it)
 
 
 @dataclass
@@ -46,18 +52,25 @@ class CollectorLog:
     losses: list[Loss] = field(default_factory=list)
 
     def lost_after(
-        self, signal: str, exporters: Iterable[str], since: dict[str, int], default: int
+        self,
+        signal: str,
+        exporters: Iterable[str],
+        since: dict[str, int],
+        default: int,
+        disk_queued: Iterable[str] = (),
     ) -> int:
         """Items of ``signal`` the given exporters gave up on after the last reading of the
         process that logged them (``since``: instance to time; ``default`` for a line that
-        names no process)."""
-        wanted = set(exporters)
+        names no process); requests a stop interrupted count only for exporters not
+        ``disk_queued``."""
+        wanted, kept = set(exporters), set(disk_queued)
         return sum(
             loss.items
             for loss in self.losses
             if loss.signal == signal
             and loss.exporter in wanted
             and loss.time_unix_nano > since.get(loss.instance, default)
+            and not (loss.at_shutdown and loss.exporter in kept)
         )
 
 
@@ -89,6 +102,7 @@ def _loss(line: str) -> Loss | None:
         str(fields.get("otelcol.signal", "")),
         int(fields.get(_GAVE_UP[message]) or 0),
         str(instance),
+        str(fields.get("error", "")).startswith(_AT_SHUTDOWN),
     )
 
 

@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 
 from .._common.constants import DELIVERY_REPORT_MARKER, SIGNALS
 from .collector_log import CollectorLog
+from .disk_queue import DiskQueue
 from .scrape_health import ScrapeHealth
 
 # OTLP-JSON keys, per signal: resource groups, scope groups, items.
@@ -67,6 +68,7 @@ class Reading:
     """The newest value of every counter of one collector process, and when it was read."""
 
     time_unix_nano: int = 0
+    first_unix_nano: int = 0  # the process's first reading: when it began to report
     points: int = 0  # how many points that last reading held (never counted by itself)
     series: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[int, float]] = field(
         default_factory=dict
@@ -94,6 +96,8 @@ class SignalReport:
     backend_failed: int
     backend_queued: int
     after_last_reading: int
+    queued_on_disk_bytes: int | None  # None: the backend's queue is in memory
+    retried_after_timeout: int  # requests: the backend may hold their items twice
     files_reasons: list[str]
     backend_reasons: list[str]
 
@@ -129,6 +133,8 @@ class SignalReport:
                 "sent": self.backend_sent,
                 "failed_or_dropped": self.backend_failed,
                 "queued": self.backend_queued,
+                "queued_on_disk_bytes": self.queued_on_disk_bytes,
+                "retried_after_timeout": self.retried_after_timeout,
                 "complete": not self.backend_reasons,
                 "reasons": self.backend_reasons,
             },
@@ -180,10 +186,19 @@ def _keep_reading(
                 key = (metric["name"], tuple(sorted(_attributes(point.get("attributes")).items())))
                 if time >= reading.series.get(key, (-1, 0.0))[0]:
                     reading.series[key] = (time, float(value))
+    oldest = min((int(p.get("timeUnixNano") or 0) for p in _group_points(group)), default=0)
+    if oldest and (not reading.first_unix_nano or oldest < reading.first_unix_nano):
+        reading.first_unix_nano = oldest
     if newest > reading.time_unix_nano:
         reading.time_unix_nano, reading.points = newest, points
     elif newest == reading.time_unix_nano:
         reading.points += points
+
+
+def _group_points(group: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for scope in group.get("scopeMetrics") or ():
+        for metric in scope.get("metrics") or ():
+            yield from _points(metric)
 
 
 def _lines(stream: BinaryIO, progress: Progress | None) -> Iterator[tuple[int, bytes]]:
@@ -247,17 +262,25 @@ def _file_reasons(name: str, scan: FileScan) -> list[str]:
 
 
 def _late_reasons(
-    signal: str, after: int, readings: dict[str, Reading], log: CollectorLog | None
+    signal: str,
+    after: int,
+    readings: dict[str, Reading],
+    log: CollectorLog | None,
+    hops: frozenset[str],
+    drained: bool,
 ) -> list[str]:
     """The fate at the backend of the items that reached the files after the last reading, as
-    the collector's log tells it (every process stopped cleanly), or why it cannot be told."""
-    if log is None or log.clean_stops < len(readings):
+    the collector's log tells it (every process stopped cleanly; with the disk queue, drained
+    since: only what its exporters gave up on is lost), or why it cannot be told."""
+    if not drained and (log is None or log.clean_stops < len(readings)):
         where = "no collector.log" if log is None else "collector.log shows no clean stop"
         return [
             f"{CANNOT_TELL}: {after} reached the files after the collector's last reading "
             f"({where} to tell their fate at the backend)"
         ]
-    backend = {
+    if log is None:
+        return []
+    backend = set(hops) or {
         dict(attrs)["exporter"]
         for reading in readings.values()
         for (_, attrs) in reading.series
@@ -265,10 +288,34 @@ def _late_reasons(
         and not dict(attrs)["exporter"].startswith(_FILE_EXPORTER_PREFIX)
     }
     since = {instance: reading.time_unix_nano for instance, reading in readings.items()}
-    lost = log.lost_after(signal, backend, since, max(since.values(), default=0))
+    lost = log.lost_after(signal, backend, since, max(since.values(), default=0), hops)
     if lost:
         return [f"{lost} lost at the backend after the collector's last reading (collector.log)"]
     return []
+
+
+def _disk_state(signal: str, readings: dict[str, Reading], queue: DiskQueue) -> tuple[int, bool]:
+    """Bytes of ``signal`` still on disk at the end (see :mod:`.disk_queue`), and whether that
+    was seen after every collector process's last reading (so it covers what reached the files
+    after them)."""
+    last = max((r.time_unix_nano for r in readings.values()), default=0)
+    drains = [d for d in queue.drains if d.time_unix_nano > last]
+    if drains:
+        newest = max(drains, key=lambda d: d.time_unix_nano)
+        return newest.queued_bytes.get(signal, 0), True
+    if not readings:
+        return 0, False
+    instance, reading = max(readings.items(), key=lambda item: item[1].time_unix_nano)
+    queued = reading.total(
+        "otelcol_exporter_queue_size",
+        lambda a: a.get("exporter") in queue.exporters and a.get("data_type") == signal,
+    )
+    after_the_others = len(readings) > 1 and all(
+        reading.first_unix_nano > other.time_unix_nano
+        for key, other in readings.items()
+        if key != instance
+    )
+    return queued, after_the_others
 
 
 def signal_report(
@@ -276,11 +323,15 @@ def signal_report(
     scan: FileScan,
     readings: dict[str, Reading],
     log: CollectorLog | None = None,
+    queue: DiskQueue | None = None,
 ) -> SignalReport:
     """The counters of every collector process of the job against the items of one file; what
-    reached the files after the last reading is judged by the collector's ``log``."""
+    reached the files after the last reading is judged by the collector's ``log`` or, with the
+    backend's ``queue`` on disk, by what the stop's drain or ``nemo-gym-otel drain`` left."""
     unit = _UNITS[signal]
     lives = readings.values()
+    hops = queue.exporters if queue else frozenset()
+    hop_receivers = queue.receivers if queue else frozenset()
 
     def total(name: str, where: Callable[[dict[str, str]], bool] = lambda _: True) -> int:
         return sum(reading.total(f"otelcol_{name}", where) for reading in lives)
@@ -289,23 +340,33 @@ def signal_report(
         return attrs.get("exporter", "").startswith(_FILE_EXPORTER_PREFIX)
 
     def to_backend(attrs: dict[str, str]) -> bool:
-        return "exporter" in attrs and not to_files(attrs)
+        return "exporter" in attrs and not to_files(attrs) and attrs["exporter"] not in hops
+
+    def to_queue(attrs: dict[str, str]) -> bool:
+        return attrs.get("exporter") in hops
+
+    def outside(attrs: dict[str, str]) -> bool:  # not the hop's receiving end
+        return attrs.get("receiver") not in hop_receivers
 
     def failed(where: Callable[[dict[str, str]], bool]) -> int:
         return total(f"exporter_send_failed_{unit}", where) + total(
             f"exporter_enqueue_failed_{unit}", where
         )
 
-    received = total(f"receiver_accepted_{unit}")
-    refused = total(f"receiver_refused_{unit}") + total(f"receiver_failed_{unit}")
+    received = total(f"receiver_accepted_{unit}", outside)
+    refused = total(f"receiver_refused_{unit}", outside) + total(f"receiver_failed_{unit}", outside)
     files_sent = total(f"exporter_sent_{unit}", to_files)
     files_failed = failed(to_files)
     has_backend = any(to_backend(dict(attrs)) for reading in lives for (_, attrs) in reading.series)
     backend_sent = total(f"exporter_sent_{unit}", to_backend)
-    backend_failed = failed(to_backend)
+    # With the disk queue, the backend exporter's failures are attempts the queue retries.
+    backend_failed = failed(to_queue if queue else to_backend)
     backend_queued = total(
         "exporter_queue_size", lambda a: to_backend(a) and a.get("data_type") == signal
     )
+    on_disk, seen_after = _disk_state(signal, readings, queue) if queue else (None, False)
+    if queue:
+        backend_sent += queue.drained(signal)
     in_files = scan.items
     written = in_files
     if signal == "metrics":
@@ -333,12 +394,22 @@ def signal_report(
             backend_reasons.append(f"{backend_failed} lost at the backend (failed or dropped)")
         if backend_queued:
             backend_reasons.append(f"{backend_queued} still queued at the last reading")
-        if backend_sent < files_sent - backend_failed:
+        if on_disk:
+            backend_reasons.append(
+                f"{on_disk} bytes still queued on disk (otel/queue/; nemo-gym-otel drain sends them)"
+            )
+        elif backend_sent < files_sent - backend_failed:
             backend_reasons.append(
                 f"{files_sent - backend_failed - backend_sent} not yet sent at the last reading"
             )
-        if after:
-            backend_reasons += _late_reasons(signal, after, readings, log)
+        if after and queue and not seen_after:
+            backend_reasons.append(
+                f"{CANNOT_TELL}: {after} reached the files after the collector's last reading, "
+                "and no reading since tells whether they left the disk queue (the stop's drain "
+                "reports with otel.delivery_report; or run nemo-gym-otel drain)"
+            )
+        elif after:
+            backend_reasons += _late_reasons(signal, after, readings, log, hops, bool(queue))
     return SignalReport(
         signal=signal,
         received=received,
@@ -350,6 +421,8 @@ def signal_report(
         backend_failed=backend_failed,
         backend_queued=backend_queued,
         after_last_reading=after,
+        queued_on_disk_bytes=on_disk,
+        retried_after_timeout=queue.retried_after_timeout(signal) if queue else 0,
         files_reasons=files_reasons,
         backend_reasons=backend_reasons,
     )
@@ -360,6 +433,7 @@ def delivery_report(
     progress: Progress | None = None,
     health: ScrapeHealth | None = None,
     log: CollectorLog | None = None,
+    queue: DiskQueue | None = None,
 ) -> list[SignalReport]:
     """Per signal, what the job's collector received and delivered; with ``health``, the
     scrape targets' readings are gathered in the same pass over the files; ``log`` is the
@@ -370,4 +444,4 @@ def delivery_report(
         for path in signal_files(otel_dir, signal):
             scan_file(path, signal, readings, scans[signal], progress, health)
     known = {key: reading for key, reading in readings.items() if reading.series}
-    return [signal_report(signal, scans[signal], known, log) for signal in SIGNALS]
+    return [signal_report(signal, scans[signal], known, log, queue) for signal in SIGNALS]

@@ -1,5 +1,6 @@
 """A job directory read back: per signal what its collector received and delivered, every scrape
-target's health, and the job's verdict. ``report`` shows it; a drain will add what it sent."""
+target's health, what the backend's disk queue still holds and its drains sent, and the job's
+verdict."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from .._common.constants import COLLECTOR_DIR, COLLECTOR_LOG_NAME, SIGNALS
 from .collector_log import read_collector_log
 from .delivery_report import CANNOT_TELL, Progress, SignalReport, delivery_report, signal_files
+from .disk_queue import read_disk_queue
 from .scrape_health import ScrapeHealth, TargetHealth
 
 
@@ -52,8 +54,14 @@ def read_job_report(
     """The report of ``job_dir``; ``log_path`` is the collector's log (default
     ``<job dir>/otel/collector.log``, where the job step writes it)."""
     otel_dir = job_dir / COLLECTOR_DIR
-    log = read_collector_log(log_path or otel_dir / COLLECTOR_LOG_NAME)
+    log_file = log_path or otel_dir / COLLECTOR_LOG_NAME
+    log = read_collector_log(log_file)
+    try:
+        log_text: str | None = log_file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        log_text = None
+    queue = read_disk_queue(otel_dir, log_text)
     health = ScrapeHealth()
     health.expect_written_targets(otel_dir)
-    signals = delivery_report(otel_dir, progress, health, log)
+    signals = delivery_report(otel_dir, progress, health, log, queue)
     return JobReport(job_dir, signals, health.targets())

@@ -10,9 +10,9 @@ and how much the backend took (``otelcol_exporter_queue_size``, in bytes for the
 ``otelcol_exporter_sent_*`` of the backend exporter). The run config lives in a temporary
 folder and holds no secret: the token stays a reference.
 
-The drain ends when every disk queue is empty (then, if the job pushes its delivery report,
-after one more reading, so the files record the queue empty), with TERM and the bounded wait of
-the job step's stop. Each run appends one JSON line to ``otel/drain.jsonl``: when, how long, what
+The drain ends when every disk queue is empty, with TERM and the bounded wait of the job step's
+stop. Its own counters are not pushed into the job's files (the drain config's delivery-report
+reader is replaced by the pull reader): the record below is what the report reads. Each run appends one JSON line to ``otel/drain.jsonl``: when, how long, what
 the backend took per signal, what is still queued, and how many requests were retried after a
 timeout (the backend may hold those twice; see :mod:`.._job_dir.collector_log`).
 """
@@ -37,8 +37,8 @@ from typing import Any
 from .._checks.graph import pipelines_of
 from .._common.constants import (
     COLLECTOR_DIR,
-    DELIVERY_REPORT_INTERVAL_SECONDS,
     DRAIN_CONFIG_NAME,
+    DRAIN_RECORD_NAME,
     SHUTDOWN_WAIT_SECONDS,
 )
 from .._common.errors import SubmitConfigError
@@ -46,7 +46,11 @@ from .._common.text_file import read_text_file
 from .._common.yaml_loader import parse_yaml
 from .._render.drain_config import disk_hops
 
-DRAIN_RECORD_NAME = "drain.jsonl"
+_RETRIED_AFTER_TIMEOUT = re.compile(
+    r"Exporting failed\. Will retry the request after interval\..*deadline exceeded"
+)
+_SIGNAL_FIELD = re.compile(r'"otelcol\.signal": "(\w+)"')
+_EXPORTER_FIELD = re.compile(r'"otelcol\.component\.id": "([^"]+)"')
 _TOKEN_REFERENCE = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 _SAMPLE = re.compile(r"^(otelcol_exporter_[a-z_]+)\{([^}]*)\} (\S+)$")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
@@ -140,8 +144,11 @@ def local_drain_document(document: Mapping[str, Any], metrics_port: int) -> dict
     metrics = telemetry.setdefault("metrics", {})
     if metrics.get("level", "none") == "none":
         metrics["level"] = "basic"
-    pull = {"pull": {"exporter": {"prometheus": {"host": "127.0.0.1", "port": metrics_port}}}}
-    metrics["readers"] = [*(metrics.get("readers") or []), pull]
+    # Only the pull reader: what this drain sent is recorded in drain.jsonl, not pushed into
+    # the files as a delivery-report reading too (the report would count it twice).
+    metrics["readers"] = [
+        {"pull": {"exporter": {"prometheus": {"host": "127.0.0.1", "port": metrics_port}}}}
+    ]
     return local
 
 
@@ -184,14 +191,16 @@ def read_state(text: str, hops: set[str], backends: set[str]) -> DrainState:
     return state
 
 
-def _retried_after_timeout(log: str) -> dict[str, int]:
-    """Requests the hop retried after the backend did not answer in time, per signal."""
+def retried_after_timeout(log_text: str, exporters: set[str] | frozenset[str]) -> dict[str, int]:
+    """Per signal, the requests the queue's ``exporters`` retried after the backend did not
+    answer in time (the backend may hold their items twice), from a collector's log."""
     counts: dict[str, int] = {}
-    for line in log.splitlines():
-        if "Exporting failed. Will retry" in line and "deadline exceeded" in line:
-            found = re.search(r'"otelcol\.signal": "(\w+)"', line)
-            if found:
-                counts[found[1]] = counts.get(found[1], 0) + 1
+    for line in log_text.splitlines():
+        if not _RETRIED_AFTER_TIMEOUT.search(line):
+            continue
+        exporter, signal_name = _EXPORTER_FIELD.search(line), _SIGNAL_FIELD.search(line)
+        if exporter and signal_name and exporter[1] in exporters:
+            counts[signal_name[1]] = counts.get(signal_name[1], 0) + 1
     return counts
 
 
@@ -241,7 +250,6 @@ def drain(
     hops, backends = set(disk_hops(document)), backend_exporters(document)
     metrics_port = _free_port()
     local = local_drain_document(document, metrics_port)
-    pushes = any("periodic" in r for r in local["service"]["telemetry"]["metrics"]["readers"])
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nemo-gym-otel-drain-") as folder:
         import yaml
@@ -258,15 +266,12 @@ def drain(
             )
         try:
             state = _watch(process, metrics_port, hops, backends, timeout_seconds, progress)
-            if state.empty and pushes and process.poll() is None:
-                time.sleep(DELIVERY_REPORT_INTERVAL_SECONDS + 1)  # one reading with it empty
         finally:
             status = _stop(process)
         text = log_path.read_text(encoding="utf-8", errors="replace")
     tail = "\n".join(text.splitlines()[-3:])
-    return DrainResult(
-        state, time.monotonic() - started, _retried_after_timeout(text), status, tail
-    )
+    retried = retried_after_timeout(text, hops)
+    return DrainResult(state, time.monotonic() - started, retried, status, tail)
 
 
 def _watch(

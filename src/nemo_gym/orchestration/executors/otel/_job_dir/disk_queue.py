@@ -1,0 +1,118 @@
+"""What a job directory says about its backend's disk queue, for the delivery report.
+
+With the queue on disk (``otel.backend_queue_megabytes``) the backend path has two exporters:
+the queue's, sending over the loopback hop, and the backend's. Their counters mean different
+things: the backend exporter's ``sent`` is what the backend took, while its failures are
+attempts the queue retries; what is lost for good is what the queue's exporter gave up on (a
+permanent error) or refused (a full queue); what is left is the queue's size, in bytes of OTLP
+protobuf. Which exporter is which comes from the job's own ``collector.yaml`` (the hops, as the
+tenant rules find them), whoever wrote it.
+
+What a stop leaves queued goes out with the stop's drain (its readings join the files when the
+job pushes the delivery report) or ``nemo-gym-otel drain`` (one line per run in
+``drain.jsonl``). The queue's state at the end of the job is the newest of those: a drain record
+newer than every reading, else the newest reading, and it covers what reached the files after
+the collector's last reading only when it was taken by a process that ran after every other one.
+
+Requests the queue retried after the backend did not answer in time (``context deadline
+exceeded``) may have reached the backend twice (OTLP is at-least-once); they are counted from the
+collector's log and the drain records, as requests.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .._checks.hops import disk_queued, queue_hops
+from .._common.constants import COLLECTOR_CONFIG_NAME, DRAIN_RECORD_NAME
+from .._step.drain import retried_after_timeout
+
+
+@dataclass(frozen=True)
+class DrainRecord:
+    """One run of ``nemo-gym-otel drain``, as it recorded itself."""
+
+    time_unix_nano: int
+    sent: dict[str, int]
+    queued_bytes: dict[str, int]
+    retried_after_timeout: dict[str, int]
+    empty: bool
+
+
+@dataclass
+class DiskQueue:
+    exporters: frozenset[str]  # the queue's exporters (the hops)
+    receivers: frozenset[str]  # the hops' receivers
+    drains: list[DrainRecord] = field(default_factory=list)
+    retried_in_log: dict[str, int] = field(default_factory=dict)
+
+    def retried_after_timeout(self, signal: str) -> int:
+        return self.retried_in_log.get(signal, 0) + sum(
+            d.retried_after_timeout.get(signal, 0) for d in self.drains
+        )
+
+    def drained(self, signal: str) -> int:
+        return sum(d.sent.get(signal, 0) for d in self.drains)
+
+
+def _time(stamp: Any) -> int:
+    try:
+        return int(datetime.fromisoformat(str(stamp)).timestamp() * 1_000_000_000)
+    except ValueError:
+        return 0
+
+
+def _counts(value: Any) -> dict[str, int]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): int(v) for k, v in value.items() if isinstance(v, (int, float))}
+
+
+def _drain_records(path: Path) -> list[DrainRecord]:
+    records = []
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            records.append(
+                DrainRecord(
+                    _time(entry.get("time")),
+                    _counts(entry.get("sent")),
+                    _counts(entry.get("queued_bytes")),
+                    _counts(entry.get("retried_after_timeout")),
+                    entry.get("empty") is True,
+                )
+            )
+    return records
+
+
+def read_disk_queue(otel_dir: Path, log_text: str | None) -> DiskQueue | None:
+    """The job's disk queue, or None when its config has none (or cannot be read)."""
+    import yaml
+
+    try:
+        text = (otel_dir / COLLECTOR_CONFIG_NAME).read_text(encoding="utf-8")
+        config = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    exporters = config.get("exporters") or {}
+    hops = {e: r for e, r in queue_hops(config).items() if disk_queued(exporters.get(e))}
+    if not hops:
+        return None
+    queue = DiskQueue(frozenset(hops), frozenset(hops.values()))
+    queue.drains = _drain_records(otel_dir / DRAIN_RECORD_NAME)
+    if log_text:
+        queue.retried_in_log = retried_after_timeout(log_text, queue.exporters)
+    return queue
