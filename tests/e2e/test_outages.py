@@ -20,17 +20,23 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
+import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
 from support import helpers
-from support.e2e_job import TOKEN_ENV
+from support.e2e_job import TOKEN_ENV, Collector, running
 from support.e2e_life import FAULTS, Life
 from support.e2e_otlp import SIGNALS
 from support.e2e_tally import assert_holds_exactly, at_backend, found, in_files, sent
 from support.otelcol import collector_binary
+
+from nemo_gym.orchestration.executors.otel import OTLP_HTTP_PORT
+from nemo_gym.orchestration.executors.otel._common.constants import DELIVERY_REPORT_INTERVAL_SECONDS
 
 pytestmark = pytest.mark.collector
 
@@ -61,6 +67,11 @@ def outages(
     yield futures
     for life in started:
         life.close()
+
+
+def _report(life: Life) -> tuple[int, dict[str, Any]]:
+    result = helpers.run_cli("report", life.job_dir, "--format", "json", cwd=life.tmp_path)
+    return result.returncode, json.loads(result.stdout)
 
 
 def drain(life: Life) -> tuple[int, dict[str, Any]]:
@@ -107,3 +118,86 @@ def test_drain_sends_what_the_outage_left_exactly_once(
     token = life.token.encode()
     leaks = [p.name for p in life.job_dir.rglob("*") if p.is_file() and token in p.read_bytes()]
     assert not leaks, f"the token is written in {leaks}"
+
+
+def _post_logs(host: str, batch: int, records: int, body_bytes: int) -> None:
+    """One OTLP/HTTP JSON request of ``records`` log records of ``body_bytes`` each."""
+    body = {
+        "resourceLogs": [
+            {
+                "resource": {
+                    "attributes": [{"key": "service.name", "value": {"stringValue": "bulk"}}]
+                },
+                "scopeLogs": [
+                    {
+                        "logRecords": [
+                            {"body": {"stringValue": f"{batch}-{i}-" + "x" * body_bytes}}
+                            for i in range(records)
+                        ]
+                    }
+                ],
+            }
+        ]
+    }
+    request = urllib.request.Request(
+        f"http://{host}:{OTLP_HTTP_PORT}/v1/logs",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status == 200
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_a_full_disk_queue_refuses_the_newest_and_counts_it(line: str, tmp_path: Path) -> None:
+    """``otel.backend_queue_megabytes: 1`` and 4 MB of log records during an outage: the queue
+    stops at its cap (its files stay near it), the rest is refused for the backend and counted
+    as lost there by the report, the files hold everything, and a drain sends exactly what the
+    queue kept."""
+    host = "127.0.0.130" if line == "legacy" else "127.0.0.131"
+    life = Life(
+        line,
+        host,
+        tmp_path,
+        collector_binary(line),
+        secrets.token_urlsafe(48),
+        otel={"backend_queue_megabytes": 1, "delivery_report": True},
+    )
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), TOKEN_ENV: life.token}
+    env["SLURM_JOB_ID"] = "4242"
+    try:
+        life.proxy.start_outage()
+        collector = Collector(
+            life.binary, life.config_path, env, life.job_dir, tmp_path / "c.log", host
+        )
+        with running(collector):
+            collector.wait_healthy()
+            for batch in range(40):  # 40 x 100 x 1 KB, one batch each (the batch processor: 200ms)
+                _post_logs(host, batch, 100, 1000)
+                time.sleep(0.3)
+            time.sleep(3 * DELIVERY_REPORT_INTERVAL_SECONDS)
+            collector.stop()
+        queue_bytes = sum(p.stat().st_size for p in (life.otel_dir / "queue").iterdir())
+        code, document = _report(life)
+        logs = {s["signal"]: s for s in document["signals"]}["logs"]
+        life.proxy.end_outage()
+        status, outcome = drain(life)
+        at_backend = [
+            r
+            for r in life.backend.items("logs")
+            if r.resource.get("service.name.override") == "bulk"
+        ]
+    finally:
+        life.close()
+    in_files = [
+        r for r in life.file_items("logs") if r.resource.get("service.name.override") == "bulk"
+    ]
+    assert len(in_files) == 4000, len(in_files)
+    refused = logs["backend"]["failed_or_dropped"]
+    assert 0 < refused < 4000, logs
+    assert code == 1 and "lost at the backend" in " ".join(logs["backend"]["reasons"]), logs
+    # The cap is on OTLP protobuf bytes; the database adds pages and free lists around it.
+    assert queue_bytes < 4 * 1024 * 1024, queue_bytes
+    assert status == 0 and outcome["empty"], outcome
+    bodies = [r.body for r in at_backend]
+    assert len(bodies) == len(set(bodies)) == 4000 - refused, (len(bodies), refused)
