@@ -182,6 +182,7 @@ class Sampler:
 
     def __init__(self, pid: int) -> None:
         self._process = psutil.Process(pid)
+        self.anon_peak = 0
         self.samples: list[tuple[float, float, int]] = []  # (monotonic, cpu seconds, rss)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -189,7 +190,11 @@ class Sampler:
 
     def now(self) -> tuple[float, float, int]:
         times = self._process.cpu_times()
-        return time.monotonic(), times.user + times.system, self._process.memory_info().rss
+        memory = self._process.memory_info()
+        # RSS less the file-backed pages (the binary's text, a disk queue's mapped database):
+        # the collector's own heap, which only the load and the queue's in-flight data size.
+        self.anon_peak = max(self.anon_peak, memory.rss - memory.shared)
+        return time.monotonic(), times.user + times.system, memory.rss
 
     def _run(self) -> None:
         while not self._stop.wait(SAMPLE_SECONDS):

@@ -11,15 +11,27 @@ backend behind the routing proxy's contract).
   collector's RSS is sampled every 100 ms throughout; the files and the backend are counted at
   the end. What the backend kept from the outage, divided by the load's rate, is how long an
   outage the backend path bridges without loss.
+- **The job ends during the outage**: the same outage (black hole), then the job's end in it: a
+  stop (TERM) or SIGKILL; then the backend comes back and ``nemo-gym-otel drain`` sends what the
+  disk queue holds. Counted against what the collector accepted (the backend's counts; the
+  generator reuses a pool of bodies, so item ids repeat: the e2e tests count ids), with the
+  drain's time and the queue's size on disk at the end of the outage.
+- **Backlog**: 10 s of the load into a black hole, then the backend back: how long until the
+  backend holds everything (the issue's goal: under 30 s).
 - **File growth**: the bytes appended to ``<job dir>/otel/*.jsonl`` over a window at the load,
   per item of the generator and per day; once with the delivery report off (the default) and
-  once on, whose own points add to ``metrics.jsonl``.
+  once on, whose own points add to ``metrics.jsonl``; and the collector's own log, in bytes per
+  hour, at the default level (info) and at debug (the level before issue 19).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -78,7 +90,30 @@ GROWTH_VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
     "delivery report": {"delivery_report": True},
     "rotation 8 MB": {"file_rotation": {"max_megabytes": 8, "max_backups": 1000}},
+    "debug log": {},  # rendered through DEBUG_LOG below
 }
+# The collector's log level before issue 19, as an override of the default combination.
+DEBUG_LOG = """{{#- nemo-gym-otel
+template_version: bench-debug-log
+requires_package: 0.1.0
+-#}}
+{{% extends "builtin/{line}/otlp_http+file.yaml.j2" %}}
+{{% block telemetry %}}
+    logs:
+      level: debug
+    metrics:
+      level: none
+{{% endblock %}}
+"""
+# The job's end during the outage, then a drain (two lines x two ends, side by side).
+END_HOSTS = {
+    ("current", "stop"): "127.0.0.66",
+    ("current", "kill"): "127.0.0.67",
+    ("legacy", "stop"): "127.0.0.68",
+    ("legacy", "kill"): "127.0.0.69",
+}
+BACKLOG_SECONDS = 10
+KILL_AFTER_SECONDS = 2.5  # the last batches reach the disk queue
 
 
 @contextmanager
@@ -106,6 +141,14 @@ def _rig(
         yield rig
 
 
+@contextmanager
+def _backend_rig(binary: Path, line: str, host: str) -> Iterator[Rig]:
+    """A rig with a backend, on ``host`` with a load generator of its own."""
+    generator = Generator(f"http://{host}:{OTLP_HTTP_PORT}")
+    with contextlib.closing(generator), _rig(binary, line, generator, host=host) as rig:
+        yield rig
+
+
 def _total(steps: list[Step], field: str) -> dict[str, int]:
     return {s: sum(getattr(step, field).get(s, 0) for step in steps) for s in SIGNALS}
 
@@ -113,13 +156,13 @@ def _total(steps: list[Step], field: str) -> dict[str, int]:
 def _outage(binary: Path, line: str, mode: str, quick: bool) -> dict[str, Any]:
     outage_s = OUTAGE_SECONDS[quick]
     host = OUTAGE_HOSTS[line, mode]
-    generator = Generator(f"http://{host}:{OTLP_HTTP_PORT}")
-    with contextlib.closing(generator), _rig(binary, line, generator, host=host) as rig:
+    with _backend_rig(binary, line, host) as rig:
         assert rig.backend is not None
         warm_base = rig._arrived()
         warm = rig.step(LARGE_JOB, WARMUP_SECONDS)
         rig.backend.set_mode(mode)
         during = rig.step(LARGE_JOB, outage_s)
+        queue_at_end = _queue_bytes(rig.job_dir / "otel")
         rig.backend.set_mode("up")
         after = rig.step(LARGE_JOB, RECOVERY_SECONDS)
         settle_start = time.monotonic()
@@ -160,12 +203,120 @@ def _outage(binary: Path, line: str, mode: str, quick: bool) -> dict[str, Any]:
         "lost_at_backend": {s: accepted[s] - backend[s] for s in SIGNALS},
         "outage_bridged_seconds": bridged,
         "cores_during_outage": during.cores,
+        "peak_anonymous_mib": rig.sampler.anon_peak / MIB,
+        "queue_bytes_at_end": queue_at_end,
     }
     _log(
         f"{line} {mode}: peak RSS {max(result['peak_rss_mib'].values()):.0f} MiB, "
         f"lost at files {result['lost_at_files']}, at backend {result['lost_at_backend']}, "
         f"bridged {', '.join(f'{s} {v:.0f}s' for s, v in bridged.items())}"
     )
+    return result
+
+
+def _queue_bytes(otel_dir: Path) -> int:
+    return sum(p.stat().st_size for p in (otel_dir / "queue").glob("*") if p.is_file())
+
+
+def _drain(rig: Rig, binary: Path) -> tuple[float, dict[str, Any]]:
+    """``nemo-gym-otel drain`` on the rig's job directory, as a user runs it; its seconds."""
+    env = {**os.environ, "OTEL_TOKEN": rig.token}
+    started = time.monotonic()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nemo_gym.orchestration.executors.otel._cli.main",
+            "drain",
+            str(rig.job_dir),
+            "--collector",
+            str(binary),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    seconds = time.monotonic() - started
+    if done.returncode not in (0, 4):
+        raise RuntimeError(f"drain failed ({done.returncode}): {done.stderr[-2000:]}")
+    return seconds, json.loads(done.stdout)
+
+
+def _job_ends_in_outage(binary: Path, line: str, end: str, quick: bool) -> dict[str, Any]:
+    outage_s = OUTAGE_SECONDS[quick]
+    host = END_HOSTS[line, end]
+    with _backend_rig(binary, line, host) as rig:
+        assert rig.backend is not None
+        warm = rig.step(LARGE_JOB, WARMUP_SECONDS)
+        rig.backend.set_mode("black_hole")
+        during = rig.step(LARGE_JOB, outage_s)
+        queued = _queue_bytes(rig.job_dir / "otel")
+        if end == "kill":
+            time.sleep(KILL_AFTER_SECONDS)
+            rig.collector.kill()
+        else:
+            rig.collector.stop()
+        rig.backend.set_mode("up")
+        drain_s, outcome = _drain(rig, binary)
+        arrived, _ = rig._arrived()
+        accepted = _total([warm, during], "accepted")
+        files = arrived["files"]
+        backend = arrived["backend"]
+        peak = max(warm.peak_rss, during.peak_rss) / MIB
+        anonymous = rig.sampler.anon_peak / MIB
+    result = {
+        "line": line,
+        "end": end,
+        "outage_seconds": outage_s,
+        "peak_rss_mib": peak,
+        "peak_anonymous_mib": anonymous,
+        "queue_bytes_at_end": queued,
+        "accepted": accepted,
+        "files": files,
+        "backend": backend,
+        "backend_minus_files": {s: backend.get(s, 0) - files.get(s, 0) for s in SIGNALS},
+        "drain_seconds": drain_s,
+        "drain": outcome,
+    }
+    _log(
+        f"{line} job {end} in a {outage_s}s outage, then drain: {drain_s:.0f}s, peak RSS "
+        f"{peak:.0f} MiB, queue {queued / MIB:.0f} MiB, backend - files "
+        f"{result['backend_minus_files']}, accepted - backend "
+        f"{ {s: accepted[s] - backend.get(s, 0) for s in SIGNALS} }"
+    )
+    return result
+
+
+def _backlog(binary: Path, line: str) -> dict[str, Any]:
+    """10 s of the load into a black hole, then the backend back: until it holds everything."""
+    host = END_HOSTS[line, "stop"]
+    with _backend_rig(binary, line, host) as rig:
+        assert rig.backend is not None
+        rig.step(LARGE_JOB, WARMUP_SECONDS)
+        base, _ = rig._arrived()
+        rig.backend.set_mode("black_hole")
+        held = rig.generator.run(LARGE_JOB, BACKLOG_SECONDS)["accepted"]
+        rig.backend.set_mode("up")
+        back = time.monotonic()
+        want = {s: base["backend"].get(s, 0) + held[s] for s in SIGNALS}
+        while time.monotonic() - back < 120:
+            now, _ = rig._arrived()
+            if all(now["backend"].get(s, 0) >= want[s] for s in SIGNALS):
+                break
+            time.sleep(0.2)
+        seconds = time.monotonic() - back
+        now, _ = rig._arrived()
+    result = {
+        "line": line,
+        "backlog_seconds": BACKLOG_SECONDS,
+        "held": held,
+        "drained_seconds": seconds,
+        "backend_minus_want": {s: now["backend"].get(s, 0) - want[s] for s in SIGNALS},
+    }
+    _log(f"{line} backlog of {BACKLOG_SECONDS}s: at the backend {seconds:.1f}s after it came back")
     return result
 
 
@@ -179,11 +330,23 @@ def _growth(
     binary: Path, line: str, generator: Generator, quick: bool, variant: str
 ) -> dict[str, Any]:
     seconds = GROWTH_SECONDS[quick]
-    with _rig(binary, line, generator, GROWTH_VARIANTS[variant]) as rig:
+    with contextlib.ExitStack() as stack:
+        dirs = None
+        if variant == "debug log":
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            (folder / line).mkdir()
+            (folder / line / "otlp_http+file.yaml.j2").write_text(DEBUG_LOG.format(line=line))
+            dirs = [folder]
+        rig = stack.enter_context(
+            _rig(binary, line, generator, GROWTH_VARIANTS[variant], template_dirs=dirs)
+        )
+        log = rig.root / "collector.log"
         rig.step(LARGE_JOB, 5)  # the files exist and the first scrapes are in
         before = _sizes(rig.config_path.parent)
+        log_before = log.stat().st_size
         step = rig.step(LARGE_JOB, seconds)
         grown = {s: n - before[s] for s, n in _sizes(rig.config_path.parent).items()}
+        log_grown = log.stat().st_size - log_before
         files = {s: len(signal_files(rig.config_path.parent, s)) for s in SIGNALS}
     items = step.delivered["files"]
     per_second = {s: grown[s] / seconds for s in SIGNALS}
@@ -200,17 +363,43 @@ def _growth(
         "cores": step.cores,
         "peak_rss_mib": step.peak_rss / MIB,
         "held": step.held,
+        "log_bytes_per_hour": log_grown / seconds * 3600,
     }
     _log(
-        f"{line} files ({variant}): {result['total_gb_per_day']:.1f} GB/day, "
+        f"{line} files ({variant}): {result['total_gb_per_day']:.1f} GB/day, collector.log "
+        f"{result['log_bytes_per_hour'] / 1e6:.1f} MB/h, "
         f"{step.cores:.3f} cores, files {files}, bytes per item "
         + ", ".join(f"{s} {v:.0f}" for s, v in result["bytes_per_item"].items() if v)
     )
     return result
 
 
-def _rows(outages: list[dict[str, Any]], growth: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def _rows(
+    outages: list[dict[str, Any]],
+    growth: list[dict[str, Any]],
+    ends: list[dict[str, Any]],
+    backlogs: list[dict[str, Any]],
+) -> list[tuple[str, str]]:
     rows = []
+    for e in ends:
+        missing = {s: e["accepted"][s] - e["backend"].get(s, 0) for s in SIGNALS}
+        rows.append(
+            (
+                f"job {e['end']} in a {e['outage_seconds']} s outage, then drain, {e['line']}",
+                f"drain {e['drain_seconds']:.0f} s, peak RSS {e['peak_rss_mib']:.0f} MiB "
+                f"(anonymous {e['peak_anonymous_mib']:.0f} MiB), queue "
+                f"{e['queue_bytes_at_end'] / MIB:.0f} MiB on disk; accepted - backend {missing}, "
+                f"backend - files {e['backend_minus_files']}",
+            )
+        )
+    for b in backlogs:
+        rows.append(
+            (
+                f"backlog of {b['backlog_seconds']} s at the load, {b['line']} (goal < 30 s)",
+                f"at the backend {b['drained_seconds']:.1f} s after it came back; "
+                f"backend - held {b['backend_minus_want']}",
+            )
+        )
     for o in outages:
         peak = max(o["peak_rss_mib"].values())
         lost_files = sum(o["lost_at_files"].values())
@@ -221,7 +410,9 @@ def _rows(outages: list[dict[str, Any]], growth: list[dict[str, Any]]) -> list[t
         rows.append(
             (
                 f"outage {o['outage_seconds']} s ({o['mode']}), {o['line']}",
-                f"peak RSS {peak:.0f} MiB (goal < {RSS_GOAL_MIB}), files lost {lost_files}, "
+                f"peak RSS {peak:.0f} MiB (goal < {RSS_GOAL_MIB}; anonymous "
+                f"{o['peak_anonymous_mib']:.0f} MiB), queue {o['queue_bytes_at_end'] / MIB:.0f} MiB "
+                f"on disk, files lost {lost_files}, "
                 f"backend lost {lost}; bridged {bridged}",
             )
         )
@@ -235,7 +426,8 @@ def _rows(outages: list[dict[str, Any]], growth: list[dict[str, Any]]) -> list[t
             (
                 f"file growth, {g['line']}, {g['variant']}",
                 f"{g['total_gb_per_day']:.1f} GB/day at the large job's load, "
-                f"collector {g['cores']:.3f} cores; per item {per_item}",
+                f"collector {g['cores']:.3f} cores; per item {per_item}; collector.log "
+                f"{g['log_bytes_per_hour'] / 1e6:.1f} MB/h",
             )
         )
     return rows
@@ -279,12 +471,18 @@ def long_jobs(quick: bool) -> dict[str, Any]:
         cost = _design_cost(binaries[COST_LINE], generator, quick)
     finally:
         generator.close()
-    with ThreadPoolExecutor(len(OUTAGE_HOSTS)) as pool:
+    backlogs = [_backlog(binary, line) for line, binary in binaries.items()]
+    with ThreadPoolExecutor(len(OUTAGE_HOSTS) + len(END_HOSTS)) as pool:
         futures = [
             pool.submit(_outage, binaries[line], line, mode, quick) for line, mode in OUTAGE_HOSTS
         ]
+        end_futures = [
+            pool.submit(_job_ends_in_outage, binaries[line], line, end, quick)
+            for line, end in END_HOSTS
+        ]
         outages = [future.result() for future in futures]
-    rows = _rows(outages, growth) + [
+        ends = [future.result() for future in end_futures]
+    rows = _rows(outages, growth, ends, backlogs) + [
         (
             f"design vs original layout, {factor} ({COST_LINE}; goal <= 1.2)",
             f"CPU {c['cores']['design']:.3f} vs {c['cores']['original']:.3f} cores "
@@ -293,4 +491,11 @@ def long_jobs(quick: bool) -> dict[str, Any]:
         )
         for factor, c in cost.items()
     ]
-    return {"outages": outages, "growth": growth, "design_cost": cost, "rows": rows}
+    return {
+        "outages": outages,
+        "job_ends_in_outage": ends,
+        "backlogs": backlogs,
+        "growth": growth,
+        "design_cost": cost,
+        "rows": rows,
+    }

@@ -44,7 +44,7 @@ from .._common.constants import (
 from .._common.errors import SubmitConfigError
 from .._common.text_file import read_text_file
 from .._common.yaml_loader import parse_yaml
-from .._render.drain_config import disk_hops
+from .._render.drain_config import DRAIN_FILES_PIPELINE, disk_hops
 
 _RETRIED_AFTER_TIMEOUT = re.compile(
     r"Exporting failed\. Will retry the request after interval\..*deadline exceeded"
@@ -149,6 +149,13 @@ def local_drain_document(document: Mapping[str, Any], metrics_port: int) -> dict
     metrics["readers"] = [
         {"pull": {"exporter": {"prometheus": {"host": "127.0.0.1", "port": metrics_port}}}}
     ]
+    # Nothing pushes readings now, so the pipeline that wrote them to the files goes too.
+    pipelines = service.get("pipelines") or {}
+    dropped = pipelines.pop(DRAIN_FILES_PIPELINE, None) or {}
+    used = {e for p in pipelines.values() for e in p.get("exporters") or []}
+    for exporter in dropped.get("exporters") or []:
+        if exporter not in used:
+            (local.get("exporters") or {}).pop(exporter, None)
     return local
 
 
