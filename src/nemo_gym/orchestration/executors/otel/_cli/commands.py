@@ -272,9 +272,10 @@ def drain(args: argparse.Namespace) -> int:
         print(json.dumps(outcome_json(str(job_dir), result), indent=2))
     else:
         print(outcome_text(str(job_dir), result))
-    if not result.empty and result.exit_status not in (0, 1):
+    if not result.state.read:
         print(
-            f"{PROG}: the drain's collector exited with {result.exit_status}: {result.log_tail}",
+            f"{PROG}: error: the drain's collector never reported its queue (exit status "
+            f"{result.exit_status}); its log ends: {result.log_tail}",
             file=sys.stderr,
         )
     return EXIT_OK if result.empty else EXIT_STILL_QUEUED

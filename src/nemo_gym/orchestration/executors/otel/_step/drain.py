@@ -12,9 +12,9 @@ folder and holds no secret: the token stays a reference.
 
 The drain ends when every disk queue is empty, with TERM and the bounded wait of the job step's
 stop. Its own counters are not pushed into the job's files (the drain config's delivery-report
-reader is replaced by the pull reader): the record below is what the report reads. Each run appends one JSON line to ``otel/drain.jsonl``: when, how long, what
-the backend took per signal, what is still queued, and how many requests were retried after a
-timeout (the backend may hold those twice; see :mod:`.._job_dir.collector_log`).
+reader is replaced by the pull reader): each run appends one JSON line to ``otel/drain.jsonl``
+instead, which the report reads: when, how long, what the backend took per signal, what is still
+queued, and how many requests were retried after a timeout (the backend may hold those twice).
 """
 
 from __future__ import annotations

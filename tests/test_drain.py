@@ -1,0 +1,146 @@
+"""The drain config and ``nemo-gym-otel drain`` without a collector: the cut, the local run's
+rewrite, the reading of the collector's exposition, and the refusals (issue 19). Its runs on the
+real collectors are in ``tests/e2e/test_outages.py``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from support import helpers
+
+from nemo_gym.orchestration.executors.otel._render.drain_config import (
+    DRAIN_FILES_PIPELINE,
+    drain_document,
+)
+from nemo_gym.orchestration.executors.otel._step.drain import (
+    local_drain_document,
+    read_state,
+    retried_after_timeout,
+    token_variable,
+)
+
+GOLDEN = helpers.REPO / "tests" / "golden" / "long-job"
+
+
+def _golden(line: str = "current", combination: str = "otlp_http+file") -> dict[str, Any]:
+    return yaml.safe_load((GOLDEN / line / f"{combination}.yaml").read_text(encoding="utf-8"))
+
+
+def test_the_cut_keeps_the_backend_path_unchanged_and_nothing_of_the_ingest() -> None:
+    for line in ("current", "legacy"):
+        job = _golden(line)
+        drain = drain_document(job)
+        assert drain is not None
+        pipelines = drain["service"]["pipelines"]
+        for signal in ("traces", "metrics", "logs"):
+            assert (
+                pipelines[f"{signal}/backend"] == job["service"]["pipelines"][f"{signal}/backend"]
+            )
+            assert pipelines[f"{signal}/queue"]["receivers"] == ["otlp"]
+            assert f"{signal}/ingest" not in pipelines and f"{signal}/files" not in pipelines
+        backend = next(e for e in drain["exporters"] if e.endswith("/backend"))
+        assert drain["exporters"][backend] == job["exporters"][backend]
+        assert drain["processors"] == {"resource/tenant": job["processors"]["resource/tenant"]}
+        assert drain["connectors"] == {}
+        assert "prometheus" not in drain["receivers"]
+        # The job pushes its delivery report: the drain's own readings reach the files.
+        assert pipelines[DRAIN_FILES_PIPELINE]["exporters"] == ["file/metrics"]
+
+
+def test_no_disk_queue_no_drain_config() -> None:
+    assert drain_document(_golden("current", "file")) is None
+    in_memory = helpers.REPO / "tests" / "golden" / "example" / "current" / "otlp_http+file.yaml"
+    example = yaml.safe_load(in_memory.read_text(encoding="utf-8"))
+    example["exporters"]["otlp_http/queue"]["sending_queue"].pop("storage")
+    assert drain_document(example) is None
+
+
+def test_the_local_run_moves_every_listener_and_what_points_at_it() -> None:
+    drain = drain_document(_golden())
+    assert drain is not None
+    local = local_drain_document(drain, 40000)
+    hop = local["receivers"]["otlp/queue"]["protocols"]["http"]["endpoint"]
+    assert hop.startswith("127.0.0.1:") and hop != "localhost:4319"
+    assert local["exporters"]["otlp_http/queue"]["endpoint"] == f"http://{hop}"
+    assert local["extensions"]["health_check"]["endpoint"].startswith("127.0.0.1:")
+    assert local["service"]["telemetry"]["metrics"]["readers"] == [
+        {"pull": {"exporter": {"prometheus": {"host": "127.0.0.1", "port": 40000}}}}
+    ]
+    assert DRAIN_FILES_PIPELINE not in local["service"]["pipelines"]
+    assert "file/metrics" not in local["exporters"]
+    # The backend and the token are untouched.
+    assert local["exporters"]["otlp_http/backend"] == drain["exporters"]["otlp_http/backend"]
+    assert token_variable(local) == "OTEL_TOKEN"
+
+
+EXPOSITION = """\
+# HELP otelcol_exporter_queue_size Current size of the retry queue
+otelcol_exporter_queue_size{data_type="logs",exporter="otlp_http/queue"} 0
+otelcol_exporter_queue_size{data_type="traces",exporter="otlp_http/queue"} 1.2345e+06
+otelcol_exporter_queue_size{data_type="metrics",exporter="otlp_http/queue"} 0
+otelcol_exporter_sent_spans_total{exporter="otlp_http/backend"} 8192
+otelcol_exporter_sent_spans_total{exporter="otlp_http/queue"} 9999
+otelcol_exporter_sent_log_records_total{exporter="otlp_http/backend"} 17
+"""
+
+
+def test_the_exposition_is_read_per_signal_and_exporter() -> None:
+    state = read_state(EXPOSITION, {"otlp_http/queue"}, {"otlp_http/backend"})
+    assert state.queued_bytes == {"logs": 0, "traces": 1234500, "metrics": 0}
+    assert state.sent == {"traces": 8192, "logs": 17}
+    assert state.read and not state.empty
+    empty = read_state(EXPOSITION.replace("1.2345e+06", "0"), {"otlp_http/queue"}, set())
+    assert empty.empty
+    assert not read_state("", {"otlp_http/queue"}, set()).empty  # nothing read is not empty
+
+
+def test_retries_after_a_timeout_are_counted_for_the_queue_only() -> None:
+    line = (
+        "2026-12-04T10:00:00.000Z\tinfo\tinternal/retry_sender.go:133\tExporting failed. Will "
+        'retry the request after interval.\t{"otelcol.component.id": "%s", "otelcol.signal": '
+        '"%s", "error": "failed to make an HTTP request: context deadline exceeded"}'
+    )
+    log = "\n".join(
+        [
+            line % ("otlp_http/queue", "traces"),
+            line % ("otlp_http/queue", "traces"),
+            line % ("otlp_http/backend", "logs"),  # the backend's own: the queue retries
+            line.replace("deadline", "x") % ("otlp_http/queue", "logs"),  # no timeout
+        ]
+    )
+    assert retried_after_timeout(log, {"otlp_http/queue"}) == {"traces": 2}
+
+
+def _job_dir(tmp_path: Path, example_otel: dict[str, Any] | None = None) -> Path:
+    mapping = yaml.safe_load(helpers.EXAMPLE.read_text(encoding="utf-8"))
+    mapping["otel"].update(example_otel or {})
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    config = tmp_path / "submit.yaml"
+    config.write_text(yaml.safe_dump(mapping), encoding="utf-8")
+    job_dir = tmp_path / "runs" / "gym-demo" / "aime25"
+    result = helpers.run_cli(
+        "render", config, "--benchmark", "aime25", "--job-dir", job_dir, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    return job_dir
+
+
+def test_drain_refuses_clearly_and_writes_nothing(tmp_path: Path) -> None:
+    in_memory = _job_dir(tmp_path / "a", {"backend_queue_megabytes": None})
+    assert not (in_memory / "otel" / "drain.yaml").exists()
+    refused = helpers.run_cli("drain", in_memory, "--collector", "true", cwd=tmp_path)
+    assert refused.returncode == 1 and "holds no otel/drain.yaml" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+    job_dir = _job_dir(tmp_path / "b")
+    no_binary = helpers.run_cli("drain", job_dir, "--collector", "no-such-otelcol", cwd=tmp_path)
+    assert no_binary.returncode == 1 and "--collector" in no_binary.stderr
+    no_token = helpers.run_cli(
+        "drain", job_dir, "--collector", "true", cwd=tmp_path, env=helpers.cli_env(OTEL_TOKEN=None)
+    )
+    assert no_token.returncode == 1 and "OTEL_TOKEN is not set" in no_token.stderr
+    not_a_job = helpers.run_cli("drain", tmp_path, cwd=tmp_path)
+    assert not_a_job.returncode == 2 and "no otel/ folder" in not_a_job.stderr
+    assert not (job_dir / "otel" / "drain.jsonl").exists()
