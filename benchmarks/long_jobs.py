@@ -90,20 +90,22 @@ GROWTH_VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
     "delivery report": {"delivery_report": True},
     "rotation 8 MB": {"file_rotation": {"max_megabytes": 8, "max_backups": 1000}},
-    "debug log": {},  # rendered through DEBUG_LOG below
+    "queue in memory": {"backend_queue_megabytes": None},
+    "debug log": {},  # rendered through GROWTH_OVERRIDES below
+    "fsync": {},
 }
-# The collector's log level before issue 19, as an override of the default combination.
-DEBUG_LOG = """{{#- nemo-gym-otel
-template_version: bench-debug-log
+# Variants rendered through an override of the default combination: the collector's log level
+# before issue 19, and the disk queue syncing every write.
+GROWTH_OVERRIDES = {
+    "debug log": "{% block telemetry %}\n    logs:\n      level: debug\n    metrics:\n"
+    "      level: none\n{% endblock %}\n",
+    "fsync": "{% block queue_storage %}\n{{ super() }}    fsync: true\n{% endblock %}\n",
+}
+OVERRIDE_HEAD = """{#- nemo-gym-otel
+template_version: bench-variant
 requires_package: 0.1.0
--#}}
-{{% extends "builtin/{line}/otlp_http+file.yaml.j2" %}}
-{{% block telemetry %}}
-    logs:
-      level: debug
-    metrics:
-      level: none
-{{% endblock %}}
+-#}
+{% extends "builtin/LINE/otlp_http+file.yaml.j2" %}
 """
 # The job's end during the outage, then a drain (two lines x two ends, side by side).
 END_HOSTS = {
@@ -332,10 +334,11 @@ def _growth(
     seconds = GROWTH_SECONDS[quick]
     with contextlib.ExitStack() as stack:
         dirs = None
-        if variant == "debug log":
+        if variant in GROWTH_OVERRIDES:
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
             (folder / line).mkdir()
-            (folder / line / "otlp_http+file.yaml.j2").write_text(DEBUG_LOG.format(line=line))
+            text = OVERRIDE_HEAD.replace("LINE", line) + GROWTH_OVERRIDES[variant]
+            (folder / line / "otlp_http+file.yaml.j2").write_text(text)
             dirs = [folder]
         rig = stack.enter_context(
             _rig(binary, line, generator, GROWTH_VARIANTS[variant], template_dirs=dirs)
