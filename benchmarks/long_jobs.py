@@ -436,31 +436,49 @@ def _rows(
     return rows
 
 
-def _design_cost(
-    binary: Path, generator: Generator, quick: bool, host: str = HOST
+def _cost(
+    binary: Path,
+    generator: Generator,
+    quick: bool,
+    variants: dict[str, tuple[dict[str, Any], list[Path] | None]],
+    host: str = HOST,
 ) -> dict[str, Any]:
-    """CPU and RSS of the default combination against the original layout, interleaved."""
+    """CPU and RSS of two variants (otel keys, override folders) at 1x and 10x the large job's
+    load, interleaved; the ratios are the first's over the second's."""
+    first, second = variants
     result: dict[str, Any] = {}
     for factor in COST_FACTORS:
         rates = {s: rate * factor for s, rate in LARGE_JOB.items()}
-        runs: dict[str, list[Step]] = {"design": [], "original": []}
+        runs: dict[str, list[Step]] = {name: [] for name in variants}
         for _ in range(COST_ROUNDS[quick]):
-            for layout, dirs in (("design", None), ("original", [ORIGINAL_LAYOUT])):
-                with _rig(binary, COST_LINE, generator, host=host, template_dirs=dirs) as rig:
+            for name, (otel, dirs) in variants.items():
+                with _rig(binary, COST_LINE, generator, otel, host=host, template_dirs=dirs) as rig:
                     rig.step(rates, 3)  # warm-up: first scrapes, connections
-                    runs[layout].append(rig.step(rates, COST_SECONDS[quick]))
+                    runs[name].append(rig.step(rates, COST_SECONDS[quick]))
         cores = {k: statistics.median(st.cores for st in v) for k, v in runs.items()}
         rss = {k: statistics.median(st.peak_rss / MIB for st in v) for k, v in runs.items()}
         result[f"{factor}x"] = {
             "cores": cores,
             "peak_rss_mib": rss,
-            "cpu_ratio": cores["design"] / cores["original"],
-            "rss_ratio": rss["design"] / rss["original"],
+            "cpu_ratio": cores[first] / cores[second],
+            "rss_ratio": rss[first] / rss[second],
             "held": {k: all(st.held for st in v) for k, v in runs.items()},
             "problems": {k: [p for st in v for p in st.problems] for k, v in runs.items()},
         }
-        _log(f"design cost {factor}x: {result[f'{factor}x']}")
+        _log(f"{first} vs {second} {factor}x: {result[f'{factor}x']}")
     return result
+
+
+# The default combination against the original module's layout (its queue in memory, as it was).
+DESIGN_VARIANTS = {
+    "design": ({}, None),
+    "original": ({"backend_queue_megabytes": None}, [ORIGINAL_LAYOUT]),
+}
+# The disk queue against the queue in memory, the rest of the default combination the same.
+QUEUE_VARIANTS = {
+    "disk queue": ({}, None),
+    "memory queue": ({"backend_queue_megabytes": None}, None),
+}
 
 
 def long_jobs(quick: bool) -> dict[str, Any]:
@@ -471,7 +489,8 @@ def long_jobs(quick: bool) -> dict[str, Any]:
         for line, binary in binaries.items():
             for variant in GROWTH_VARIANTS:
                 growth.append(_growth(binary, line, generator, quick, variant))
-        cost = _design_cost(binaries[COST_LINE], generator, quick)
+        cost = _cost(binaries[COST_LINE], generator, quick, DESIGN_VARIANTS)
+        queue_cost = _cost(binaries[COST_LINE], generator, quick, QUEUE_VARIANTS)
     finally:
         generator.close()
     backlogs = [_backlog(binary, line) for line, binary in binaries.items()]
@@ -487,12 +506,16 @@ def long_jobs(quick: bool) -> dict[str, Any]:
         ends = [future.result() for future in end_futures]
     rows = _rows(outages, growth, ends, backlogs) + [
         (
-            f"design vs original layout, {factor} ({COST_LINE}; goal <= 1.2)",
-            f"CPU {c['cores']['design']:.3f} vs {c['cores']['original']:.3f} cores "
-            f"(ratio {c['cpu_ratio']:.2f}), RSS {c['peak_rss_mib']['design']:.0f} vs "
-            f"{c['peak_rss_mib']['original']:.0f} MiB (ratio {c['rss_ratio']:.2f})",
+            f"{first} vs {second}, {factor} ({COST_LINE}; goal <= 1.2)",
+            f"CPU {c['cores'][first]:.3f} vs {c['cores'][second]:.3f} cores "
+            f"(ratio {c['cpu_ratio']:.2f}), RSS {c['peak_rss_mib'][first]:.0f} vs "
+            f"{c['peak_rss_mib'][second]:.0f} MiB (ratio {c['rss_ratio']:.2f})",
         )
-        for factor, c in cost.items()
+        for (first, second), measured in (
+            (tuple(DESIGN_VARIANTS), cost),
+            (tuple(QUEUE_VARIANTS), queue_cost),
+        )
+        for factor, c in measured.items()
     ]
     return {
         "outages": outages,
@@ -500,5 +523,6 @@ def long_jobs(quick: bool) -> dict[str, Any]:
         "backlogs": backlogs,
         "growth": growth,
         "design_cost": cost,
+        "queue_cost": queue_cost,
         "rows": rows,
     }
