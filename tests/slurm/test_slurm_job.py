@@ -172,6 +172,8 @@ def test_collector_step_delivers_everything(
     """The whole life on the cluster: every e2e check, the job's end, the step, the token."""
     slurm = run(tmp_path, backend, proxy, scenario(f"life-{line}", token, line))
     result = check_started_and_stopped(slurm)
+    # The disk queue is the default: the stop ran the drain config as a step of its own.
+    assert f"{COLLECTOR_SERVICE_NAME}_drain" in slurm.steps_seen, sorted(slurm.steps_seen)
     check_run(result)  # prints what was sent and what arrived where
     check_job_end(result, destinations(result))
     check_token_hidden(slurm)
@@ -268,8 +270,13 @@ def test_how_the_step_is_signalled_decides_the_last_batch(
     never flushes: the batch never reaches the job directory's files. A TERM to the step itself
     (``scancel --signal=TERM``, what the fragment sends) lets it flush to both destinations.
     This is why the fragment stops the step the way it does, and it shows that the suite fails
-    when the stop is wrong."""
-    slurm = run(tmp_path, backend, proxy, scenario(f"stop-{stop}", token, stop=stop))
+    when the stop is wrong. With the backend's queue in memory: on disk (the default) the batch
+    a TERM leaves queued reaches the backend through the stop's drain, which these hand-made
+    stops do not run (the fragment's does: ``test_collector_step_delivers_everything``)."""
+    in_memory = {"backend_queue_megabytes": None}
+    slurm = run(
+        tmp_path, backend, proxy, scenario(f"stop-{stop}", token, stop=stop, otel=in_memory)
+    )
     assert slurm.status.get("start") == "0", slurm.start_error
     assert slurm.status.get("driver") == "0", f"the driver step failed; see {slurm.slurm_outputs()}"
     result = slurm.result

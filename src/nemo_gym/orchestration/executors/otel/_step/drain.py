@@ -211,12 +211,23 @@ def retried_after_timeout(log_text: str, exporters: set[str] | frozenset[str]) -
     return counts
 
 
-def _scrape(port: int) -> str | None:
+def _get(url: str) -> str | None:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as answer:
+        with urllib.request.urlopen(url, timeout=2) as answer:
             return str(answer.read().decode("utf-8", "replace"))
     except OSError:
         return None
+
+
+def health_url(document: Mapping[str, Any]) -> str | None:
+    """Where the drain config's health check answers, when it has one."""
+    extensions = document.get("extensions") or {}
+    for extension_id, body in extensions.items():
+        if str(extension_id).split("/")[0] == "health_check" and isinstance(body, Mapping):
+            endpoint = body.get("endpoint")
+            if isinstance(endpoint, str):
+                return f"http://{endpoint}{body.get('path', '/')}"
+    return None
 
 
 def drain_config_document(job_dir: Path) -> dict[str, Any]:
@@ -272,7 +283,8 @@ def drain(
                 stderr=subprocess.STDOUT,
             )
         try:
-            state = _watch(process, metrics_port, hops, backends, timeout_seconds, progress)
+            health = health_url(local)
+            state = _watch(process, metrics_port, health, hops, backends, timeout_seconds, progress)
         finally:
             status = _stop(process)
         text = log_path.read_text(encoding="utf-8", errors="replace")
@@ -284,6 +296,7 @@ def drain(
 def _watch(
     process: subprocess.Popen[bytes],
     port: int,
+    health: str | None,
     hops: set[str],
     backends: set[str],
     timeout_seconds: float | None,
@@ -292,8 +305,13 @@ def _watch(
     started = time.monotonic()
     state = DrainState()
     empty_polls = 0
+    ready = health is None
     while process.poll() is None:
-        text = _scrape(port)
+        # The metrics answer from the start, the queue's size only once its exporter has
+        # started (after the storage's compaction at start, seconds for a large queue): the
+        # health check says when every component has.
+        ready = ready or _get(health or "") is not None
+        text = _get(f"http://127.0.0.1:{port}/metrics") if ready else None
         if text is not None:
             state = read_state(text, hops, backends)
             if progress:
