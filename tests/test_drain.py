@@ -144,3 +144,19 @@ def test_drain_refuses_clearly_and_writes_nothing(tmp_path: Path) -> None:
     not_a_job = helpers.run_cli("drain", tmp_path, cwd=tmp_path)
     assert not_a_job.returncode == 2 and "no otel/ folder" in not_a_job.stderr
     assert not (job_dir / "otel" / "drain.jsonl").exists()
+
+
+def test_the_outcome_says_what_was_sent_and_what_is_left() -> None:
+    from nemo_gym.orchestration.executors.otel._step.drain import DrainResult, DrainState
+    from nemo_gym.orchestration.executors.otel._views.drain import outcome_text, progress_line
+
+    left = DrainState({"traces": 3 * 1024**2, "metrics": 0, "logs": 0}, {"traces": 8192}, True)
+    result = DrainResult(left, 12.34, {"traces": 2}, 0, "")
+    text = outcome_text("/runs/j", result)
+    assert "8,192 spans" in text and "12.3s" in text
+    assert "still queued on disk: traces 3.0 MiB" in text and "run drain again" in text
+    assert "2 request(s) were retried" in text and "twice" in text
+    assert progress_line(left).startswith("drain: traces 8,192 sent, 3.0 MiB queued;")
+    done = DrainResult(DrainState({"traces": 0}, {}, True), 1.0, {}, 0, "")
+    assert outcome_text("/runs/j", done).endswith("the disk queue is empty")
+    assert done.record()["empty"] is True and result.record()["empty"] is False

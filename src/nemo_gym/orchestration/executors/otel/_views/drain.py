@@ -11,11 +11,14 @@ _ITEMS = {"traces": "spans", "metrics": "points", "logs": "log records"}
 
 
 def _size(count: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if count < 1024 or unit == "GiB":
-            return f"{count:,} {unit}" if unit == "B" else f"{count:,.1f} {unit}"
-        count /= 1024  # type: ignore[assignment]
-    raise AssertionError("unreachable")
+    if count < 1024:
+        return f"{count:,} B"
+    value = float(count)
+    for unit in ("KiB", "MiB"):
+        value /= 1024
+        if value < 1024:
+            return f"{value:,.1f} {unit}"
+    return f"{value / 1024:,.1f} GiB"
 
 
 def progress_line(state: DrainState) -> str:
