@@ -34,6 +34,8 @@ import yaml
 
 from nemo_gym.orchestration.executors.otel import (
     COLLECTOR_HEALTH_PORT,
+    DRAIN_CONFIG_NAME,
+    DRAIN_SECONDS,
     OTLP_GRPC_PORT,
     OTLP_HTTP_PORT,
     SHUTDOWN_WAIT_SECONDS,
@@ -156,6 +158,7 @@ class Result:
     exporters: dict[str, FixtureExposition]
     user: str = field(default_factory=getpass.getuser)
     slurm_job_id: str = SLURM_JOB_ID
+    drain_exit_code: int | None = None  # the stop's drain (None: no disk queue)
 
     def file_items(self, signal_name: str) -> list[Any]:
         return read_jsonl(self.otel_dir / f"{signal_name}.jsonl", signal_name)
@@ -211,6 +214,27 @@ def collector_command(binary: Path, config_path: Path) -> list[str]:
     """The collector's command line. The config is passed as a ``file:`` URI: a bare path that
     holds a ':' (a job directory may) is read as a URI of another scheme ("Error: invalid uri")."""
     return [str(binary), "--config", f"file:{config_path}"]
+
+
+def stop_drain(
+    binary: Path,
+    otel_dir: Path,
+    env: dict[str, str],
+    cwd: Path,
+    log_path: Path,
+    host: str = "localhost",
+) -> int | None:
+    """What the job step's stop runs after the collector when the job directory holds a drain
+    config: it, for ``DRAIN_SECONDS`` after it is healthy, then TERM; its exit code (None: no
+    drain config, the backend's queue is in memory)."""
+    drain_config = otel_dir / DRAIN_CONFIG_NAME
+    if not drain_config.exists():
+        return None
+    drain = Collector(binary, drain_config, env, cwd, log_path, host)
+    with running(drain):
+        drain.wait_healthy()
+        time.sleep(DRAIN_SECONDS)
+        return drain.stop()
 
 
 class Collector:
@@ -477,6 +501,9 @@ def run_job(
             # As the executor: one more scrape interval after the producers finished, then TERM.
             time.sleep(GRACE_SECONDS)
             result.exit_code = collector.stop()
+        result.drain_exit_code = stop_drain(
+            binary, config_path.parent, env, job_dir, outside / "drain.log"
+        )
     return result
 
 

@@ -29,8 +29,6 @@ from typing import Any
 import psutil
 
 from nemo_gym.orchestration.executors.otel import (
-    DRAIN_CONFIG_NAME,
-    DRAIN_SECONDS,
     FINAL_SCRAPE_GRACE_SECONDS,
     SubmitConfig,
     write_collector_config,
@@ -48,6 +46,7 @@ from .e2e_job import (
     Producers,
     collector_release,
     running,
+    stop_drain,
     wait_for,
 )
 from .e2e_otlp import SIGNALS, read_jsonl
@@ -267,16 +266,8 @@ class Life:
         return run
 
     def stop_drain(self, env: dict[str, str], log_path: Path) -> int | None:
-        """What the job step's stop runs after the collector when the job directory holds a
-        drain config: it, for ``DRAIN_SECONDS`` after it is healthy, then TERM; its exit code."""
-        drain_config = self.otel_dir / DRAIN_CONFIG_NAME
-        if not drain_config.exists():
-            return None
-        drain = Collector(self.binary, drain_config, env, self.job_dir, log_path, self.host)
-        with running(drain):
-            drain.wait_healthy()
-            time.sleep(DRAIN_SECONDS)
-            return drain.stop()
+        """The job step's stop's drain in this job directory (see ``e2e_job.stop_drain``)."""
+        return stop_drain(self.binary, self.otel_dir, env, self.job_dir, log_path, self.host)
 
     def _wait_for_span_metrics_flush(self) -> None:
         def flushes() -> int:
