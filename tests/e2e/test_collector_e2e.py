@@ -75,8 +75,10 @@ def test_hostile_names_arrive_as_written(tmp_path: Path, line: str) -> None:
     assert result.job_dir == tmp_path / "runs" / HOSTILE_JOB_ID / HOSTILE_BENCHMARK
     assert sorted(p.name for p in result.otel_dir.iterdir()) == [
         "collector.yaml",
+        "drain.yaml",
         "logs.jsonl",
         "metrics.jsonl",
+        "queue",  # the backend's disk queue, under a hostile job directory too
         "targets",
         "traces.jsonl",
     ]
