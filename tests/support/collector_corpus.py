@@ -43,6 +43,7 @@ STRICTER_ON_PURPOSE = {
     **{f"{line}/expansion/bare-variable": _EXPANSION for line in NAMES},
     **{f"{line}/expansion/env-default": _EXPANSION for line in NAMES},
     "current/unknown-option/otlp_http/backend": _IGNORED_HTTP_OPTION,
+    "current/unknown-option/otlp_http/queue": _IGNORED_HTTP_OPTION,
     "current/unknown-option/otlp-receiver-http": _IGNORED_HTTP_OPTION,
     **{f"{line}/type/log-level-number": _NUMERIC_LOG_LEVEL for line in NAMES},
 }
@@ -219,7 +220,11 @@ def _targeted(line: str) -> dict[str, Callable[[Doc], None]]:
         ),
         "value/error-mode-loud": _set("processors|transform/keep_service_name|error_mode", "loud"),
         "value/log-level-chatty": _set("service|telemetry|logs|level", "chatty"),
-        "value/queue-size-negative": _set(f"{exporter}|sending_queue|queue_size", -5),
+        # On the exporter whose queue is on (the disk queue's): a disabled queue's size is
+        # checked by nobody.
+        "value/queue-size-negative": _set(
+            f"exporters|{NAMES[line]['otlp_http']}/queue|sending_queue|queue_size", -5
+        ),
         "value/convert-to-colour": _set(
             "processors|resource/job|attributes[-1]|converted_type", "colour"
         ),
@@ -288,9 +293,9 @@ def _graph(line: str) -> dict[str, Callable[[Doc], None]]:
     def span_metrics_unfed(doc: Doc) -> None:
         doc["service"]["pipelines"]["traces/ingest"]["exporters"].remove(span_metrics)
 
-    def cycle(doc: Doc) -> None:  # metrics/backend feeds metrics/ingest again
+    def cycle(doc: Doc) -> None:  # metrics/queue feeds metrics/ingest again
         doc["connectors"]["forward/loop"] = None
-        doc["service"]["pipelines"]["metrics/backend"]["exporters"].append("forward/loop")
+        doc["service"]["pipelines"]["metrics/queue"]["exporters"].append("forward/loop")
         doc["service"]["pipelines"]["metrics/ingest"]["receivers"].append("forward/loop")
 
     return {

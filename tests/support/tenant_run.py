@@ -15,12 +15,15 @@ import copy
 import os
 import socket
 import subprocess
+import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from nemo_gym.orchestration.executors.otel._checks.hops import queue_hops
 
 from . import helpers
 from .e2e_backend import OtlpBackend, RoutingProxy
@@ -48,18 +51,24 @@ def _kind(component_id: str) -> str:
 
 def _localised(doc: dict[str, Any], out: Path, proxy_url: str) -> tuple[dict[str, Any], int, int]:
     doc = copy.deepcopy(doc)
-    http, health = free_port(), free_port()
+    health = free_port()
+    hops = queue_hops(doc)  # the disk queue's exporter keeps sending to its own receiver
+    ports = {}
     for receiver_id in doc.get("receivers") or {}:
         if _kind(receiver_id) == "otlp":
+            ports[receiver_id] = free_port()
             doc["receivers"][receiver_id] = {
-                "protocols": {"http": {"endpoint": f"127.0.0.1:{http}"}}
+                "protocols": {"http": {"endpoint": f"127.0.0.1:{ports[receiver_id]}"}}
             }
+    http = next(port for receiver, port in ports.items() if receiver not in hops.values())
     for extension_id in doc.get("extensions") or {}:
         if _kind(extension_id) == "health_check":
             doc["extensions"][extension_id] = {"endpoint": f"127.0.0.1:{health}"}
     for exporter_id, body in (doc.get("exporters") or {}).items():
         body = dict(body or {})
-        if helpers.exports_to_backend(exporter_id):
+        if exporter_id in hops:
+            body["endpoint"] = f"http://127.0.0.1:{ports[hops[exporter_id]]}"
+        elif helpers.exports_to_backend(exporter_id):
             body["endpoint"] = proxy_url
             body["retry_on_failure"] = {"enabled": False}
         elif _kind(exporter_id) == "file":
@@ -106,6 +115,13 @@ def _send(port: int) -> None:
     meter_provider.shutdown()
 
 
+ARRIVAL_SECONDS = 10
+
+
+def arrived(proxy: RoutingProxy) -> int:
+    return sum(proxy.kept.values()) + sum(proxy.dropped.values())
+
+
 def _healthy(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1) as answer:
@@ -137,7 +153,12 @@ def run_config(binary: Path, doc: dict[str, Any], token: str, folder: Path) -> O
             try:
                 wait_for(lambda: _healthy(health) or collector.poll() is not None, 30, "health")
                 assert collector.poll() is None, log.read_text(encoding="utf-8")[-2000:]
-                _send(http)  # accepted once it returns; TERM then flushes every pipeline
+                _send(http)  # accepted once it returns
+                # The disk queue keeps at TERM what it has not sent (the job step's stop drains
+                # it afterwards): give the backend its three items before TERM, bounded.
+                deadline = time.monotonic() + ARRIVAL_SECONDS
+                while time.monotonic() < deadline and arrived(proxy) < 3:
+                    time.sleep(0.1)
             finally:
                 collector.terminate()
                 collector.wait(timeout=60)
