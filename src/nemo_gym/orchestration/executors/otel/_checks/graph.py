@@ -153,6 +153,12 @@ def pipelines_of(config: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
     return {pid: body for pid, body in pipelines.items() if isinstance(body, Mapping)}
 
 
+def pipeline_refs(pipeline: Mapping[str, Any], role: str) -> list[str]:
+    """The component ids a pipeline lists under ``role``; anything else is the schema's."""
+    refs = pipeline.get(role)
+    return [r for r in refs if isinstance(r, str)] if isinstance(refs, list) else []
+
+
 def _reference_violations(
     config: Mapping[str, Any], signals: Mapping[str, frozenset[str]]
 ) -> Iterator[Violation]:

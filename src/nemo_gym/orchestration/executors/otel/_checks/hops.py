@@ -79,6 +79,13 @@ def queue_hops(config: Mapping[str, Any]) -> dict[str, str]:
     return hops
 
 
+def disk_hops(config: Mapping[str, Any]) -> dict[str, str]:
+    """Hop exporter -> its receiver, for the hops whose queue is on disk."""
+    exporters = config.get("exporters")
+    bodies = exporters if isinstance(exporters, Mapping) else {}
+    return {e: r for e, r in queue_hops(config).items() if disk_queued(bodies.get(e))}
+
+
 def disk_queued(body: Any) -> bool:
     """Whether an exporter keeps its sending queue in a storage extension (on disk)."""
     queue = body.get("sending_queue") if isinstance(body, Mapping) else None

@@ -44,7 +44,7 @@ from typing import Any
 from .._common.constants import DEFAULT_TOKEN_ENV
 from .._common.errors import Violation, dotted
 from .._common.hosts import is_loopback
-from .graph import component_type, connector_readers, pipelines_of
+from .graph import component_type, connector_readers, pipeline_refs, pipelines_of
 from .hops import disk_queued, queue_hops
 from .secrets import credential_violations, plain_http_violations
 
@@ -207,11 +207,6 @@ def _may_touch_tenant(component_id: str, body: Any) -> bool:
     return True
 
 
-def _refs(pipeline: Mapping[str, Any], role: str) -> list[str]:
-    refs = pipeline.get(role)
-    return [r for r in refs if isinstance(r, str)] if isinstance(refs, list) else []
-
-
 def _path_violations(
     config: Mapping[str, Any], tenant_ids: set[str], backend_type: str, hops: Mapping[str, str]
 ) -> Iterator[Violation]:
@@ -226,7 +221,7 @@ def _path_violations(
     exporters = _section(config, "exporters")
     pipelines = pipelines_of(config)
     roles = {
-        pid: {role: _refs(p, role) for role in ("receivers", "processors", "exporters")}
+        pid: {role: pipeline_refs(p, role) for role in ("receivers", "processors", "exporters")}
         for pid, p in pipelines.items()
     }
     receiving = connector_readers(config)

@@ -232,24 +232,28 @@ def check(args: argparse.Namespace) -> int:
     return EXIT_INVALID if problems else EXIT_OK
 
 
+def _no_otel_folder(job_dir: Path) -> int | None:
+    """The usage error of a JOB_DIR (``report``, ``drain``) that holds no otel/ folder."""
+    if (job_dir / COLLECTOR_DIR).is_dir():
+        return None
+    return usage_error(
+        f"JOB_DIR: {job_dir} has no otel/ folder; "
+        "pass the benchmark's job directory, <output_path>/<gym_job_id>/<benchmark>"
+    )
+
+
 def report(args: argparse.Namespace) -> int:
     job_dir = Path(args.job_dir)
-    if not (job_dir / COLLECTOR_DIR).is_dir():
-        return usage_error(
-            f"JOB_DIR: {job_dir} has no otel/ folder; "
-            "pass the benchmark's job directory, <output_path>/<gym_job_id>/<benchmark>"
-        )
+    if (refused := _no_otel_folder(job_dir)) is not None:
+        return refused
     log = Path(args.log) if args.log else None
     return _REPORT_EXIT[show_report(job_dir, args.format, log)]
 
 
 def drain(args: argparse.Namespace) -> int:
     job_dir = Path(args.job_dir)
-    if not (job_dir / COLLECTOR_DIR).is_dir():
-        return usage_error(
-            f"JOB_DIR: {job_dir} has no otel/ folder; "
-            "pass the benchmark's job directory, <output_path>/<gym_job_id>/<benchmark>"
-        )
+    if (refused := _no_otel_folder(job_dir)) is not None:
+        return refused
     binary = shutil.which(args.collector)
     if binary is None:
         raise SubmitConfigError(

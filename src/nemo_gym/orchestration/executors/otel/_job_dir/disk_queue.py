@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .._checks.hops import disk_queued, queue_hops
+from .._checks.hops import disk_hops
 from .._common.constants import COLLECTOR_CONFIG_NAME, DRAIN_RECORD_NAME
 from .._step.drain import retried_after_timeout
 
@@ -107,8 +107,7 @@ def read_disk_queue(otel_dir: Path, log_text: str | None) -> DiskQueue | None:
         return None
     if not isinstance(config, dict):
         return None
-    exporters = config.get("exporters") or {}
-    hops = {e: r for e, r in queue_hops(config).items() if disk_queued(exporters.get(e))}
+    hops = disk_hops(config)
     if not hops:
         return None
     queue = DiskQueue(frozenset(hops), frozenset(hops.values()))

@@ -21,22 +21,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._checks.graph import SECTIONS, component_type, pipelines_of, signal_of
-from .._checks.hops import disk_queued, queue_hops
+from .._checks.graph import SECTIONS, component_type, pipeline_refs, pipelines_of, signal_of
+from .._checks.hops import disk_hops
 
 DRAIN_FILES_PIPELINE = "metrics/drain_readings"
-
-
-def _refs(pipeline: Mapping[str, Any], role: str) -> list[str]:
-    refs = pipeline.get(role)
-    return [r for r in refs if isinstance(r, str)] if isinstance(refs, list) else []
-
-
-def disk_hops(config: Mapping[str, Any]) -> dict[str, str]:
-    """Hop exporter -> its receiver, for the hops whose queue is on disk."""
-    exporters = config.get("exporters")
-    bodies = exporters if isinstance(exporters, Mapping) else {}
-    return {e: r for e, r in queue_hops(config).items() if disk_queued(bodies.get(e))}
 
 
 def drain_document(config: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -56,14 +44,14 @@ def drain_document(config: Mapping[str, Any]) -> dict[str, Any] | None:
     kept: dict[str, dict[str, Any]] = {}
     file_exporters: list[str] = []
     for pipeline_id, pipeline in pipelines_of(config).items():
-        if set(_refs(pipeline, "receivers")) & set(hops.values()):
+        if set(pipeline_refs(pipeline, "receivers")) & set(hops.values()):
             kept[pipeline_id] = dict(pipeline)
-        elif queued := [e for e in _refs(pipeline, "exporters") if e in hops]:
+        elif queued := [e for e in pipeline_refs(pipeline, "exporters") if e in hops]:
             kept[pipeline_id] = {"receivers": [ingest], "exporters": queued}
         elif signal_of(pipeline_id) == "metrics":
             file_exporters += [
                 e
-                for e in _refs(pipeline, "exporters")
+                for e in pipeline_refs(pipeline, "exporters")
                 if component_type(e) == "file" and e not in file_exporters
             ]
     if file_exporters:
@@ -72,7 +60,7 @@ def drain_document(config: Mapping[str, Any]) -> dict[str, Any] | None:
         ref
         for p in kept.values()
         for role in ("receivers", "processors", "exporters")
-        for ref in _refs(p, role)
+        for ref in pipeline_refs(p, role)
     }
     document: dict[str, Any] = {}
     for section in SECTIONS:

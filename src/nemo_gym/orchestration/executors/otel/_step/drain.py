@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .._checks.graph import pipelines_of
+from .._checks.hops import disk_hops
 from .._common.constants import (
     COLLECTOR_DIR,
     DRAIN_CONFIG_NAME,
@@ -44,7 +45,7 @@ from .._common.constants import (
 from .._common.errors import SubmitConfigError
 from .._common.text_file import read_text_file
 from .._common.yaml_loader import parse_yaml
-from .._render.drain_config import DRAIN_FILES_PIPELINE, disk_hops
+from .._render.drain_config import DRAIN_FILES_PIPELINE
 
 _RETRIED_AFTER_TIMEOUT = re.compile(
     r"Exporting failed\. Will retry the request after interval\..*deadline exceeded"
