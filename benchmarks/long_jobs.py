@@ -10,7 +10,8 @@ backend behind the routing proxy's contract).
   goes on, then answers again for a recovery at the load, and a quiet wait for the retries. The
   collector's RSS is sampled every 100 ms throughout; the files and the backend are counted at
   the end. What the backend kept from the outage, divided by the load's rate, is how long an
-  outage the backend path bridges without loss.
+  outage the backend path bridges without loss; and the collector's log, in bytes per hour of
+  the outage (the exporters log their failed attempts at the default level, info).
 - **The job ends during the outage**: the same outage (black hole), then the job's end in it: a
   stop (TERM) or SIGKILL; then the backend comes back and ``nemo-gym-otel drain`` sends what the
   disk queue holds. Counted against what the collector accepted (the backend's counts; the
@@ -162,8 +163,11 @@ def _outage(binary: Path, line: str, mode: str, quick: bool) -> dict[str, Any]:
         assert rig.backend is not None
         warm_base = rig._arrived()
         warm = rig.step(LARGE_JOB, WARMUP_SECONDS)
+        log = rig.root / "collector.log"
+        log_before = log.stat().st_size
         rig.backend.set_mode(mode)
         during = rig.step(LARGE_JOB, outage_s)
+        log_grown = log.stat().st_size - log_before
         queue_at_end = _queue_bytes(rig.job_dir / "otel")
         rig.backend.set_mode("up")
         after = rig.step(LARGE_JOB, RECOVERY_SECONDS)
@@ -207,9 +211,11 @@ def _outage(binary: Path, line: str, mode: str, quick: bool) -> dict[str, Any]:
         "cores_during_outage": during.cores,
         "peak_anonymous_mib": rig.sampler.anon_peak / MIB,
         "queue_bytes_at_end": queue_at_end,
+        "log_bytes_per_hour_during_outage": log_grown / outage_s * 3600,
     }
     _log(
         f"{line} {mode}: peak RSS {max(result['peak_rss_mib'].values()):.0f} MiB, "
+        f"collector.log {result['log_bytes_per_hour_during_outage'] / 1e6:.2f} MB/h in the outage, "
         f"lost at files {result['lost_at_files']}, at backend {result['lost_at_backend']}, "
         f"bridged {', '.join(f'{s} {v:.0f}s' for s, v in bridged.items())}"
     )
@@ -416,7 +422,8 @@ def _rows(
                 f"peak RSS {peak:.0f} MiB (goal < {RSS_GOAL_MIB}; anonymous "
                 f"{o['peak_anonymous_mib']:.0f} MiB), queue {o['queue_bytes_at_end'] / MIB:.0f} MiB "
                 f"on disk, files lost {lost_files}, "
-                f"backend lost {lost}; bridged {bridged}",
+                f"backend lost {lost}; bridged {bridged}; collector.log "
+                f"{o['log_bytes_per_hour_during_outage'] / 1e6:.2f} MB/h in the outage",
             )
         )
     for g in growth:

@@ -25,6 +25,7 @@ from support.e2e_checks import OVERRIDE, check_no_token, check_run, check_sdk_it
 from support.e2e_job import Job, Result
 from support.e2e_otlp import SIGNALS
 from support.otelcol import collector_binary
+from support.slurm_job import output_tail
 from support.slurm_multi import require_multi_cluster
 from support.slurm_multi_job import (
     EXPORTERS,
@@ -81,7 +82,7 @@ def run(
 
 def check_clean_life(multi: MultiRun) -> Result:
     assert multi.status.get("start") == "0", f"start failed: {multi.start_error.strip()}"
-    assert multi.status.get("driver") == "0", f"the driver failed; see {multi.work}/slurm-*.out"
+    assert multi.status.get("driver") == "0", f"the driver failed:\n{output_tail(multi.work)}"
     assert multi.status.get("stop") == "0", f"stop: {multi.stop_error.strip()}"
     assert multi.stop_error == "" and multi.job_state == "COMPLETED", (
         multi.stop_error,

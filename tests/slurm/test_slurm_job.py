@@ -110,7 +110,7 @@ def check_started_and_stopped(slurm: SlurmRun) -> Result:
     """The whole life: healthy start, the driver ran, the stop ended the named step with 0."""
     status = slurm.status
     assert status.get("start") == "0", f"start failed: {slurm.start_error.strip()}"
-    assert status.get("driver") == "0", f"the driver step failed; see {slurm.slurm_outputs()}"
+    assert status.get("driver") == "0", f"the driver step failed:\n{slurm.output_tail()}"
     assert COLLECTOR_SERVICE_NAME in slurm.steps_seen, (
         f"no step named {COLLECTOR_SERVICE_NAME} while the job ran: {sorted(slurm.steps_seen)}"
     )
@@ -278,7 +278,7 @@ def test_how_the_step_is_signalled_decides_the_last_batch(
         tmp_path, backend, proxy, scenario(f"stop-{stop}", token, stop=stop, otel=in_memory)
     )
     assert slurm.status.get("start") == "0", slurm.start_error
-    assert slurm.status.get("driver") == "0", f"the driver step failed; see {slurm.slurm_outputs()}"
+    assert slurm.status.get("driver") == "0", f"the driver step failed:\n{slurm.output_tail()}"
     result = slurm.result
     assert result is not None
     late = slurm.late_spans()

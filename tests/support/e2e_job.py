@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import itertools
 import json
 import os
 import queue
+import random
 import signal
 import socket
 import subprocess
@@ -61,6 +63,8 @@ SCRAPE_INTERVAL_SECONDS = 2
 GRACE_SECONDS = SCRAPE_INTERVAL_SECONDS + 1
 HEALTH_TIMEOUT_SECONDS = 60
 PRODUCER_TIMEOUT_SECONDS = 90
+# free_port picks from here up to the ephemeral range: above every port a template or test fixes.
+FIRST_FIXED_PORT = 20_000
 
 
 @dataclass(frozen=True)
@@ -187,6 +191,21 @@ def port_is_free(port: int) -> bool:
         except OSError:
             return False
         return True
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free loopback ports below the kernel's ephemeral range, for listeners
+    that bind them later: a port the kernel picked (``bind(0)``) may be handed to another
+    process's outgoing connection before the listener binds it (the collector and the backends
+    open many), one below the range only to a process that asks for it by number."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    candidates = random.sample(range(FIRST_FIXED_PORT, low), low - FIRST_FIXED_PORT)
+    ports = list(itertools.islice(filter(port_is_free, candidates), count))
+    if len(ports) < count:
+        raise RuntimeError(
+            f"fewer than {count} free loopback ports in {FIRST_FIXED_PORT}-{low - 1}"
+        )
+    return ports
 
 
 def _require_free(port: int) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from nemo_gym.orchestration.executors.otel import (
 )
 
 from .e2e_backend import OtlpBackend, RoutingProxy
-from .e2e_job import TOKEN_ENV, Job, Result, _require_free
+from .e2e_job import TOKEN_ENV, Job, Result, _require_free, free_ports
 from .e2e_services import FixtureExposition
 from .slurm_cluster import Watcher, submit
 from .slurm_script import JOB_TIME_LIMIT_MINUTES, LATE_REPORT, SERVICES, Scenario, batch_script
@@ -75,7 +74,7 @@ class SlurmRun:
     def late_spans(self) -> set[str]:
         """The span ids of the late batch that the collector accepted (see ``batch_script``)."""
         lines = _read(self.work / LATE_REPORT).splitlines()
-        assert lines, f"the late producer reported nothing; see {self.slurm_outputs()}"
+        assert lines, f"the late producer reported nothing:\n{self.output_tail()}"
         report = json.loads(lines[-1])
         assert report["phase"] == "done" and not report["failures"], report
         return {s["span_id"] for s in report["spans"]}
@@ -83,12 +82,17 @@ class SlurmRun:
     def slurm_outputs(self) -> list[Path]:
         return sorted(self.work.glob("slurm-*.out"))
 
+    def output_tail(self) -> str:
+        return output_tail(self.work)
 
-def free_port() -> int:
-    """A port nothing listens on now, for a service step to bind (the kernel's pick, released)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+
+def output_tail(work: Path, lines: int = 40) -> str:
+    """The end of the Slurm output files in ``work``, for a failure message: a CI run keeps no
+    files, and a step's traceback lands there."""
+    return "\n".join(
+        f"--- {path.name} (last {lines} lines):\n" + "\n".join(_read(path).splitlines()[-lines:])
+        for path in sorted(work.glob("slurm-*.out"))
+    )
 
 
 def _read(path: Path) -> str:
@@ -141,7 +145,7 @@ def run_slurm_job(
     work.mkdir(parents=True)
     (work / "control").mkdir()
     job = scenario.job
-    ports = {name: free_port() for name in SERVICES}
+    ports = dict(zip(SERVICES, free_ports(len(SERVICES)), strict=True))
     mapping = job.config_dict(output_path, ports, proxy.url)
     mapping["otel"]["binary"] = scenario.binary
     mapping["otel"].update(scenario.otel)

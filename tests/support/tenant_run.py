@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import os
-import socket
 import subprocess
 import time
 import urllib.request
@@ -27,7 +26,7 @@ from nemo_gym.orchestration.executors.otel._checks.hops import queue_hops
 
 from . import helpers
 from .e2e_backend import OtlpBackend, RoutingProxy
-from .e2e_job import wait_for
+from .e2e_job import free_ports, wait_for
 
 TOKEN_ENV = "OTEL_TOKEN"
 
@@ -39,27 +38,18 @@ class Outcome:
     kept: int
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _kind(component_id: str) -> str:
     return component_id.split("/", 1)[0]
 
 
 def _localised(doc: dict[str, Any], out: Path, proxy_url: str) -> tuple[dict[str, Any], int, int]:
     doc = copy.deepcopy(doc)
-    health = free_port()
+    receivers = [r for r in doc.get("receivers") or {} if _kind(r) == "otlp"]
+    health, *receiver_ports = free_ports(1 + len(receivers))
     hops = queue_hops(doc)  # the disk queue's exporter keeps sending to its own receiver
-    ports = {}
-    for receiver_id in doc.get("receivers") or {}:
-        if _kind(receiver_id) == "otlp":
-            ports[receiver_id] = free_port()
-            doc["receivers"][receiver_id] = {
-                "protocols": {"http": {"endpoint": f"127.0.0.1:{ports[receiver_id]}"}}
-            }
+    ports = dict(zip(receivers, receiver_ports, strict=True))
+    for receiver_id, port in ports.items():
+        doc["receivers"][receiver_id] = {"protocols": {"http": {"endpoint": f"127.0.0.1:{port}"}}}
     http = next(port for receiver, port in ports.items() if receiver not in hops.values())
     for extension_id in doc.get("extensions") or {}:
         if _kind(extension_id) == "health_check":
