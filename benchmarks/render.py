@@ -228,7 +228,10 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
         },
         "service": {
             "extensions": ["health_check", "file_storage/queue"],
-            "telemetry": {"logs": {"level": "info"}, "metrics": {"level": "none"}},
+            "telemetry": {
+                "logs": {"level": "info", "sampling": {"enabled": False}},
+                "metrics": {"level": "none"},
+            },
             "pipelines": pipelines,
         },
     }

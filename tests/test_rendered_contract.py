@@ -35,7 +35,7 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
     # Provenance header.
     head = text.splitlines()[:3]
     assert head[0].startswith("# OpenTelemetry Collector config rendered by nemo-gym-otel ")
-    assert f"line {line}, combination {combination}, template version 5" in head[1]
+    assert f"line {line}, combination {combination}, template version 6" in head[1]
 
     assert config["extensions"]["health_check"]["endpoint"] == "localhost:13133"
     queue_storage = ["file_storage/queue"] if "otlp_http" in combination else []

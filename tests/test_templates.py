@@ -82,10 +82,10 @@ def test_override_replaces_the_builtin_of_the_same_name(
     write(
         tmp_path,
         "current/otlp_http+file.yaml.j2",
-        builtin.replace("template_version: 5", "template_version: 51"),
+        builtin.replace("template_version: 6", "template_version: 61"),
     )
     text = render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
-    assert "template version 51" in text.splitlines()[1]
+    assert "template version 61" in text.splitlines()[1]
     assert str(tmp_path.resolve()) in text.splitlines()[1]
 
 

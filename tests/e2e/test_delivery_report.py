@@ -17,6 +17,10 @@ Three jobs per line, with ``otel.delivery_report: true``, behind the routing-pro
   items lost at the backend, and the files complete. Without a drain's reading, what reached
   the files after the collector's last reading is judged by its log.
 
+And the log itself: a burst of requests that the backend exporter gives up on within seconds
+must each leave its line, with its count, in ``collector.log`` (the templates turn the
+collector's log sampling off; sampled, the report would count only some of them).
+
 The collector exits with status 1 under the delivery report: its push of a last reading at
 shutdown finds its own receiver closed (upstream collector issue 12944). The tests assert that
 this is the only error it reports.
@@ -28,6 +32,7 @@ import json
 import os
 import secrets
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +51,19 @@ from support.e2e_life import GYM_JOB_ID, Life
 from support.e2e_otlp import SIGNALS
 from support.otelcol import collector_binary
 
+from nemo_gym.orchestration.executors.otel import OTLP_HTTP_PORT
 from nemo_gym.orchestration.executors.otel._common.constants import DELIVERY_REPORT_INTERVAL_SECONDS
+from nemo_gym.orchestration.executors.otel._job_dir.collector_log import read_collector_log
 
 pytestmark = pytest.mark.collector
 
 LINES = ("legacy", "current")
 RETRY_WINDOW_SECONDS = 4
+# A burst of requests the backend exporter gives up on within seconds: more than the 10 lines per
+# message and 10 s the collector's log sampling would keep.
+BURST_REQUESTS = 16
+BURST_SPANS = 8192  # the override's batch max_size: each request is a batch of its own
+SAMPLED_LINES = 10
 SHUTDOWN_ERROR = "failed to shutdown meter provider"
 OVERRIDE = """{{#- nemo-gym-otel
 template_version: test-short-retry
@@ -99,16 +111,20 @@ def _sent(reports: dict[str, dict[str, Any]]) -> dict[str, int]:
     }
 
 
-def run_job(life: Life, outage: bool, retry_window: bool = True) -> tuple[int, str, dict[str, int]]:
-    """One collector life: a round, the last batches (into an outage, waited out for the retry
-    window), readings after the last item, TERM, the stop's drain. Returns the exit code, the
-    collector's log and what the producers sent."""
-    env = {
+def _env(life: Life) -> dict[str, str]:
+    return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(life.tmp_path),
         TOKEN_ENV: life.token,
         "SLURM_JOB_ID": SLURM_JOB_ID,
     }
+
+
+def run_job(life: Life, outage: bool, retry_window: bool = True) -> tuple[int, str, dict[str, int]]:
+    """One collector life: a round, the last batches (into an outage, waited out for the retry
+    window), readings after the last item, TERM, the stop's drain. Returns the exit code, the
+    collector's log and what the producers sent."""
+    env = _env(life)
     log_path = life.tmp_path / "collector.log"
     collector = Collector(life.binary, life.config_path, env, life.job_dir, log_path, life.host)
     with running(collector):
@@ -266,3 +282,67 @@ def test_outage_through_the_stop_reports_the_disk_queue_until_drained(
         assert entry["backend"]["queued_on_disk_bytes"] == 0, entry
         assert entry["backend"]["sent"] == sent[name] == at_backend[name], entry
     assert code == 0, json.dumps(document, indent=2)
+
+
+def _post_spans(host: str, request: int) -> None:
+    """One OTLP/JSON request of ``BURST_SPANS`` spans: a full batch, so the backend exporter
+    neither merges it with another nor splits it."""
+    spans = [
+        {
+            "traceId": f"{request:016x}{i:016x}",
+            "spanId": f"{i + 1:016x}",
+            "name": "burst",
+            "startTimeUnixNano": "1",
+            "endTimeUnixNano": "2",
+        }
+        for i in range(BURST_SPANS)
+    ]
+    body = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+    post = urllib.request.Request(
+        f"http://{host}:{OTLP_HTTP_PORT}/v1/traces",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(post, timeout=10) as reply:
+        assert reply.status == 200
+
+
+def test_every_request_given_up_on_is_a_line_of_the_log(line: str, tmp_path: Path) -> None:
+    """The report adds up what the backend exporter gave up on after the last reading from
+    collector.log, one line per request: the templates turn off the collector's sampling of its
+    own log, which keeps 10 lines of a message per 10 s and then 1 in 100."""
+    life = _life(line, tmp_path, "127.0.0.47" if line == "legacy" else "127.0.0.48", True)
+    log_path = tmp_path / "collector.log"
+    total = BURST_REQUESTS * BURST_SPANS
+    try:
+        collector = Collector(
+            life.binary, life.config_path, _env(life), life.job_dir, log_path, life.host
+        )
+        with running(collector):
+            collector.wait_healthy()
+            life.proxy.start_outage()
+            for request in range(BURST_REQUESTS):
+                _post_spans(life.host, request)
+            deadline = time.monotonic() + RETRY_WINDOW_SECONDS + 30
+            while _given_up(log_path)[1] < total and time.monotonic() < deadline:
+                time.sleep(0.5)
+            exit_code = collector.stop()
+    finally:
+        life.close()
+    lines, items = _given_up(log_path)
+    assert exit_code in (0, 1), log_path.read_text(errors="replace")[-3000:]
+    # More lines than the default sampling keeps: otherwise this would prove nothing.
+    assert lines > SAMPLED_LINES, (lines, items)
+    assert items == total, f"the log names {items} of the {total} spans given up on ({lines} lines)"
+    assert life.backend.items("traces") == [], "the outage let spans through"
+
+
+def _given_up(log_path: Path) -> tuple[int, int]:
+    """Lines and items the backend's traces exporter gave up on, as ``report`` reads them."""
+    log = read_collector_log(log_path)
+    losses = [
+        loss
+        for loss in (log.losses if log else [])
+        if loss.signal == "traces" and loss.exporter.endswith("/backend")
+    ]
+    return len(losses), sum(loss.items for loss in losses)
