@@ -32,7 +32,6 @@ import json
 import os
 import secrets
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +47,9 @@ from support.e2e_job import (
     wait_for,
 )
 from support.e2e_life import GYM_JOB_ID, Life
-from support.e2e_otlp import SIGNALS
+from support.e2e_otlp import SIGNALS, post_json
 from support.otelcol import collector_binary
 
-from nemo_gym.orchestration.executors.otel import OTLP_HTTP_PORT
 from nemo_gym.orchestration.executors.otel._common.constants import DELIVERY_REPORT_INTERVAL_SECONDS
 from nemo_gym.orchestration.executors.otel._job_dir.collector_log import read_collector_log
 
@@ -298,13 +296,7 @@ def _post_spans(host: str, request: int) -> None:
         for i in range(BURST_SPANS)
     ]
     body = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
-    post = urllib.request.Request(
-        f"http://{host}:{OTLP_HTTP_PORT}/v1/traces",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(post, timeout=10) as reply:
-        assert reply.status == 200
+    post_json(host, "traces", body)
 
 
 def test_every_request_given_up_on_is_a_line_of_the_log(line: str, tmp_path: Path) -> None:

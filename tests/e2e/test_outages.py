@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import secrets
 import time
-import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -31,11 +30,10 @@ import pytest
 from support import helpers
 from support.e2e_job import TOKEN_ENV, Collector, running
 from support.e2e_life import FAULTS, Life
-from support.e2e_otlp import SIGNALS
+from support.e2e_otlp import SIGNALS, post_json
 from support.e2e_tally import assert_holds_exactly, at_backend, found, in_files, sent
 from support.otelcol import collector_binary
 
-from nemo_gym.orchestration.executors.otel import OTLP_HTTP_PORT
 from nemo_gym.orchestration.executors.otel._common.constants import DELIVERY_REPORT_INTERVAL_SECONDS
 
 pytestmark = pytest.mark.collector
@@ -139,13 +137,7 @@ def _post_logs(host: str, batch: int, records: int, body_bytes: int) -> None:
             }
         ]
     }
-    request = urllib.request.Request(
-        f"http://{host}:{OTLP_HTTP_PORT}/v1/logs",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        assert answer.status == 200
+    post_json(host, "logs", body)
 
 
 @pytest.mark.parametrize("line", LINES)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import urllib.request
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogsData
 from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric, MetricsData
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+from nemo_gym.orchestration.executors.otel import OTLP_HTTP_PORT
 
 SIGNALS = ("traces", "metrics", "logs")
 FILE_MESSAGES = {"traces": TracesData, "metrics": MetricsData, "logs": LogsData}
@@ -207,3 +210,15 @@ def read_jsonl(path: Path, signal: str) -> list[Any]:
         if line.strip():
             groups.extend(resource_groups(signal, parse_otlp_json(line, FILE_MESSAGES[signal])))
     return items_of(signal, groups)
+
+
+def post_json(host: str, signal: str, body: dict[str, Any]) -> None:
+    """One OTLP/HTTP request in JSON straight to the collector's receiver on ``host``, for a
+    test that needs requests of a size and number the SDK would not send."""
+    request = urllib.request.Request(
+        f"http://{host}:{OTLP_HTTP_PORT}/v1/{signal}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status == 200, answer.status
