@@ -63,7 +63,7 @@ SCRAPE_INTERVAL_SECONDS = 2
 GRACE_SECONDS = SCRAPE_INTERVAL_SECONDS + 1
 HEALTH_TIMEOUT_SECONDS = 60
 PRODUCER_TIMEOUT_SECONDS = 90
-# free_port picks from here up to the ephemeral range: above every port a template or test fixes.
+# free_ports picks from here up to the ephemeral range: above every port a template or test fixes.
 FIRST_FIXED_PORT = 20_000
 
 

@@ -8,12 +8,13 @@ could never be told. The log closes that gap: an exporter logs every item it giv
 the count (``Exporting failed. Dropping data.`` with ``dropped_items`` for a request that failed
 for good, at shutdown too, where every queued request gets one more attempt; ``Exporting
 failed. Rejecting data.`` with ``rejected_items`` for one it could not even queue), and the
-collector logs ``Shutdown complete.`` once its exporters have drained. Only if every such line
-is there: the templates turn off the collector's sampling of its own log (by default 10 lines of
-a message per 10 s, then 1 in 100), and an override of their ``telemetry`` block must too. So after a clean stop,
+collector logs ``Shutdown complete.`` once its exporters have drained. So after a clean stop,
 items that reached the files after the last reading reached the backend unless the log says
-they were dropped or rejected. Read from both lines' binaries (v0.141.0 and v0.161.0): the same
-messages, with ``otelcol.component.id`` and ``otelcol.signal`` among their fields.
+they were dropped or rejected, provided every such line is there: the templates turn off the
+collector's sampling of its own log (by default 10 lines of a message per 10 s, then 1 in 100),
+and an override of their ``telemetry`` block must too. Read from both lines' binaries
+(v0.141.0 and v0.161.0): the same messages, with ``otelcol.component.id`` and
+``otelcol.signal`` among their fields.
 
 An exporter whose queue is on disk logs the same "Dropping data." for a request its stop
 interrupted (``interrupted due to shutdown``), but the queue keeps that request on disk for the
