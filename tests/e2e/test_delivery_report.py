@@ -29,7 +29,6 @@ this is the only error it reports.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import time
 from pathlib import Path
@@ -39,7 +38,6 @@ import pytest
 from support import helpers
 from support.e2e_job import (
     PRODUCERS,
-    SLURM_JOB_ID,
     TOKEN_ENV,
     Collector,
     Producers,
@@ -109,20 +107,11 @@ def _sent(reports: dict[str, dict[str, Any]]) -> dict[str, int]:
     }
 
 
-def _env(life: Life) -> dict[str, str]:
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(life.tmp_path),
-        TOKEN_ENV: life.token,
-        "SLURM_JOB_ID": SLURM_JOB_ID,
-    }
-
-
 def run_job(life: Life, outage: bool, retry_window: bool = True) -> tuple[int, str, dict[str, int]]:
     """One collector life: a round, the last batches (into an outage, waited out for the retry
     window), readings after the last item, TERM, the stop's drain. Returns the exit code, the
     collector's log and what the producers sent."""
-    env = _env(life)
+    env = life.collector_env(life.tmp_path)
     log_path = life.tmp_path / "collector.log"
     collector = Collector(life.binary, life.config_path, env, life.job_dir, log_path, life.host)
     with running(collector):
@@ -308,7 +297,12 @@ def test_every_request_given_up_on_is_a_line_of_the_log(line: str, tmp_path: Pat
     total = BURST_REQUESTS * BURST_SPANS
     try:
         collector = Collector(
-            life.binary, life.config_path, _env(life), life.job_dir, log_path, life.host
+            life.binary,
+            life.config_path,
+            life.collector_env(life.tmp_path),
+            life.job_dir,
+            log_path,
+            life.host,
         )
         with running(collector):
             collector.wait_healthy()

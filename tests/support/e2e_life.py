@@ -203,6 +203,16 @@ class Life:
             }
         )
 
+    def collector_env(self, home: Path) -> dict[str, str]:
+        """The environment a job step gives its collector: the token, the Slurm job id, and
+        ``home`` outside the job directory."""
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),
+            TOKEN_ENV: self.token,
+            "SLURM_JOB_ID": SLURM_JOB_ID,
+        }
+
     def start(self, fault: Fault | None = None, *, kill: bool = False) -> Run:
         """Start the collector, let the job's processes send, stop it like the executor does.
 
@@ -217,12 +227,7 @@ class Life:
         self.runs.append(run)
         outside = self.tmp_path / f"outside-job-dir-{len(self.runs)}"
         outside.mkdir()
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(outside),
-            TOKEN_ENV: self.token,
-            "SLURM_JOB_ID": SLURM_JOB_ID,
-        }
+        env = self.collector_env(outside)
         log_path = outside / "collector.log"
         collector = Collector(self.binary, self.config_path, env, self.job_dir, log_path, self.host)
         with running(collector):
