@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import zstandard
 from support.e2e_backend import OtlpBackend, carries_tenant
 from support.e2e_otlp import resource_groups
 
@@ -127,8 +128,44 @@ def _json_items(signal: str, line: bytes) -> int:
     return count
 
 
+class _Tail:
+    """The whole lines appended to one signal file since the last look, decompressed where the
+    collector writes zstd (a stream of frames, the last one growing until its flush)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0
+        self._pending = b""  # the start of a line still being written
+        self._frame: Any = None  # the zstd frame being decompressed
+
+    def read(self) -> bytes:
+        with self.path.open("rb") as handle:
+            handle.seek(self._offset)
+            data = handle.read()
+        self._offset += len(data)
+        if self.path.suffix == ".zst":
+            data = self._decompressed(data)
+        data = self._pending + data
+        cut = data.rfind(b"\n") + 1
+        self._pending = data[cut:]
+        return data[:cut]
+
+    def _decompressed(self, data: bytes) -> bytes:
+        parts = []
+        while data:
+            if self._frame is None:
+                self._frame = zstandard.ZstdDecompressor().decompressobj()
+            parts.append(self._frame.decompress(data))
+            if self._frame.eof:
+                data, self._frame = self._frame.unused_data, None
+            else:
+                data = b""
+        return b"".join(parts)
+
+
 class FileCounter:
-    """The items in ``<otel dir>/<signal>.jsonl``, from what was appended since the last look.
+    """The items in ``<otel dir>/<signal>.jsonl`` (or ``.jsonl.zst``), from what was appended
+    since the last look.
 
     ``poll`` is cheap enough to run every 100 ms while the collector writes: it reads the whole
     lines appended since, keeps those that hold the generator's scope (a byte search) and notes
@@ -136,22 +173,21 @@ class FileCounter:
     """
 
     def __init__(self, otel_dir: Path) -> None:
-        self._paths = {signal: otel_dir / f"{signal}.jsonl" for signal in SIGNALS}
-        self._offsets = dict.fromkeys(SIGNALS, 0)
+        self._otel_dir = otel_dir
+        self._tails: dict[str, _Tail] = {}
         self._lines: dict[str, list[bytes]] = {signal: [] for signal in SIGNALS}
         self.items: Counter[str] = Counter()
         self.last_arrival = 0.0  # time.monotonic() of the last poll that found items of ours
 
     def poll(self) -> None:
-        for signal, path in self._paths.items():
-            if not path.exists():
-                continue
-            with path.open("rb") as handle:
-                handle.seek(self._offsets[signal])
-                data = handle.read()
-            # A line being appended may be incomplete: only whole lines count, the rest waits.
-            complete = data[: data.rfind(b"\n") + 1]
-            self._offsets[signal] += len(complete)
+        for signal in SIGNALS:
+            if signal not in self._tails:
+                names = (f"{signal}.jsonl.zst", f"{signal}.jsonl")
+                found = next((p for p in map(self._otel_dir.joinpath, names) if p.exists()), None)
+                if found is None:
+                    continue
+                self._tails[signal] = _Tail(found)
+            complete = self._tails[signal].read()
             ours = [line for line in complete.splitlines() if _SCOPE_BYTES in line]
             if ours:
                 self._lines[signal] += ours

@@ -290,12 +290,14 @@ class Rig:
         mapping["services"]["judge"]["port"] = targets["judge"].port
         mapping["job"]["output_path"] = str(self.root / "runs")
         mapping["otel"].update(
-            endpoint=self.backend.url if self.backend else None,
-            exporters=exporters,
-            collector_version=collector_release(self.line),
-            gpu_metrics_port=targets["dcgm"].port,
-            node_metrics_port=targets["node"].port,
-            **self.otel,
+            {
+                "endpoint": self.backend.url if self.backend else None,
+                "exporters": exporters,
+                "collector_version": collector_release(self.line),
+                "gpu_metrics_port": targets["dcgm"].port,
+                "node_metrics_port": targets["node"].port,
+                **self.otel,  # a variant's keys win, the collector version too
+            }
         )
         config = SubmitConfig.from_dict(mapping)
         job_dir = self.root / "runs" / "gym-bench" / "aime25"

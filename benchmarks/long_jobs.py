@@ -94,6 +94,9 @@ GROWTH_VARIANTS: dict[str, dict[str, Any]] = {
     "queue in memory": {"backend_queue_megabytes": None},
     "debug log": {},  # rendered through GROWTH_OVERRIDES below
     "fsync": {},
+    # The legacy line's templates, which collectors before v0.154.0 get: JSON lines without
+    # compression. On the current binary, the same collector's bytes and CPU side by side.
+    "JSON lines": {"collector_version": "0.153.0"},
 }
 # Variants rendered through an override of the default combination: the collector's log level
 # before issue 19, and the disk queue syncing every write.

@@ -219,8 +219,9 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
             },
             **{
                 f"file/{s}": {
-                    "path": f"{bench_dir}/otel/{s}.jsonl",
+                    "path": f"{bench_dir}/otel/{s}.jsonl.zst",
                     "format": "json",
+                    "compression": "zstd",
                     "append": True,
                 }
                 for s in signals

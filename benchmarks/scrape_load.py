@@ -71,6 +71,7 @@ from nemo_gym.orchestration.executors.otel import (
     write_collector_config,
 )
 from nemo_gym.orchestration.executors.otel._job_dir.delivery_report import signal_files
+from nemo_gym.orchestration.executors.otel._job_dir.signal_file import SignalFile
 
 from ._expositions import CPU_MODES, CPUS, DCGM_FIELDS, GPUS, dcgm_exporter, node_exporter
 from .collector_load import MIB, Sampler, _slices, collector_binary
@@ -275,27 +276,26 @@ def read_scrapes(otel_dir: Path) -> dict[tuple[str, str], Target]:
     """(scrape job, instance) -> its ``up``, duration and sample-count readings."""
     targets: dict[tuple[str, str], Target] = {}
     for path in signal_files(otel_dir, "metrics"):
-        with path.open("rb") as handle:
-            for line in handle:
-                for group in json.loads(line).get("resourceMetrics") or ():
-                    attributes = _attributes(group.get("resource") or {})
-                    instance = attributes.get("service.instance.id")
-                    if instance is None:
-                        continue
-                    job = attributes.get("service.name.override", "")
-                    target = targets.setdefault((job, instance), Target(job, instance))
-                    for scope in group.get("scopeMetrics") or ():
-                        for metric in scope.get("metrics") or ():
-                            name = metric.get("name")
-                            if name not in SCRAPE_METRICS or "gauge" not in metric:
-                                continue
-                            target.readings[name] += [
-                                (
-                                    int(point.get("timeUnixNano") or 0),
-                                    float(point.get("asDouble", point.get("asInt", 0))),
-                                )
-                                for point in metric["gauge"].get("dataPoints") or ()
-                            ]
+        for line in SignalFile(path).lines():
+            for group in json.loads(line).get("resourceMetrics") or ():
+                attributes = _attributes(group.get("resource") or {})
+                instance = attributes.get("service.instance.id")
+                if instance is None:
+                    continue
+                job = attributes.get("service.name.override", "")
+                target = targets.setdefault((job, instance), Target(job, instance))
+                for scope in group.get("scopeMetrics") or ():
+                    for metric in scope.get("metrics") or ():
+                        name = metric.get("name")
+                        if name not in SCRAPE_METRICS or "gauge" not in metric:
+                            continue
+                        target.readings[name] += [
+                            (
+                                int(point.get("timeUnixNano") or 0),
+                                float(point.get("asDouble", point.get("asInt", 0))),
+                            )
+                            for point in metric["gauge"].get("dataPoints") or ()
+                        ]
     return targets
 
 

@@ -19,7 +19,7 @@ EXAMPLE = helpers.REPO / "examples" / "submit.yaml"
 TOKEN = "token-value-for-cli-tests"
 SIGNALS = ("traces", "metrics", "logs")
 # docs/guide/template-lines.md, "Lines".
-LINES = {"legacy": ("0.130.0", "0.151.0"), "current": ("0.151.0", None)}
+LINES = {"legacy": ("0.130.0", "0.154.0"), "current": ("0.154.0", None)}
 COMBINATIONS = {"otlp_http+file", "otlp_http", "file"}
 # SPEC section 2, driver_telemetry_env.
 TELEMETRY_ENV = {
@@ -108,7 +108,7 @@ def test_render_writes_the_checked_config_and_prints_its_path(example: Path, job
         "https://otlp.observability.example.internal"
     )
     for signal in SIGNALS:
-        assert parsed["exporters"][f"file/{signal}"]["path"] == f"{job_dir}/otel/{signal}.jsonl"
+        assert parsed["exporters"][f"file/{signal}"]["path"] == f"{job_dir}/otel/{signal}.jsonl.zst"
 
 
 def test_render_warns_once_when_the_token_is_unset(example: Path, job_dir: Path) -> None:
@@ -145,7 +145,7 @@ def test_render_stdout_prints_the_same_yaml_and_writes_nothing(job_dir: Path) ->
     assert printed.returncode == 0, printed.stderr
     assert helpers.tree(root) == before
     assert yaml.safe_load(printed.stdout)["exporters"]["file/logs"]["path"] == (
-        f"{job_dir}/otel/logs.jsonl"
+        f"{job_dir}/otel/logs.jsonl.zst"
     )
     written = render(EXAMPLE, job_dir)
     assert written.returncode == 0, written.stderr
@@ -256,7 +256,7 @@ def test_validate_checks_against_the_line_of_the_collector_version(
 
 @pytest.mark.parametrize(
     ("collector_version", "says"),
-    [("0.100.0", "legacy: >=0.130.0, <0.151.0; current: >=0.151.0"), ("latest", "0.161.0")],
+    [("0.100.0", "legacy: >=0.130.0, <0.154.0; current: >=0.154.0"), ("latest", "0.161.0")],
 )
 def test_validate_names_the_collector_version_flag(
     rendered: Path, collector_version: str, says: str

@@ -12,10 +12,12 @@ import json
 import os
 import pty
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import zstandard
 from support import helpers
 
 from nemo_gym.orchestration.executors.otel._common.constants import DELIVERY_REPORT_MARKER
@@ -250,3 +252,64 @@ def test_rotated_files_are_read_oldest_first_with_the_live_one(tmp_path: Path) -
     traces = _signals(result.stdout)["traces"]
     assert result.returncode == 0, result.stdout
     assert traces["files"]["items"] == 5, traces
+
+
+def _zstd(*frames: str) -> bytes:
+    """The collector's native compression: one zstd frame per flush, concatenated."""
+    return b"".join(zstandard.ZstdCompressor().compress(f.encode()) for f in frames)
+
+
+def _zstd_job(tmp_path: Path, traces: bytes, spans: int) -> Path:
+    otel = tmp_path / "job" / "otel"
+    otel.mkdir(parents=True)
+    (otel / "traces.jsonl.zst").write_bytes(traces)
+    reading = json.dumps(_reading("a", NOW, _counters(spans))) + "\n"
+    (otel / "metrics.jsonl.zst").write_bytes(_zstd(reading))
+    (otel / "logs.jsonl.zst").write_bytes(b"")  # created at start, nothing written yet
+    return otel.parent
+
+
+TWO_FLUSHES = (json.dumps(_traces(3)) + "\n", json.dumps(_traces(2)) + "\n")
+
+
+def test_zstd_files_are_read_frame_after_frame(tmp_path: Path) -> None:
+    job = _zstd_job(tmp_path, _zstd(*TWO_FLUSHES), 5)
+    rotated = job / "otel" / "traces.jsonl-2026-12-03T16-20-00.000-size.zst"
+    rotated.write_bytes(_zstd(json.dumps(_traces(4)) + "\n"))
+    result = helpers.run_cli("report", job, "--format", "json", cwd=tmp_path)
+    traces = _signals(result.stdout)["traces"]
+    # 3 + 2 in the live file and 4 in the rotated one, against a reading of 5 written: the
+    # files hold more than the reading (rotation's file is the older collector's), never fewer.
+    assert traces["files"]["items"] == 9, traces
+    assert traces["files"]["reasons"] == [], traces
+
+
+def test_a_zstd_stream_cut_short_is_reported_with_what_it_holds(tmp_path: Path) -> None:
+    whole, last = _zstd(TWO_FLUSHES[0]), _zstd(json.dumps(_traces(40)) * 50 + "\n")
+    job = _zstd_job(tmp_path, whole + last[: len(last) // 2], 3)  # killed mid-frame
+    result = helpers.run_cli("report", job, "--format", "json", cwd=tmp_path)
+    traces = _signals(result.stdout)["traces"]
+    assert result.returncode == 1, result.stdout
+    assert traces["files"]["items"] == 3, traces
+    assert traces["files"]["reasons"] == [
+        "the last line of traces.jsonl.zst is truncated (the collector was killed)"
+    ], traces
+
+
+def test_without_a_zstd_reader_the_report_says_how_to_get_one(tmp_path: Path) -> None:
+    job = _zstd_job(tmp_path, _zstd(*TWO_FLUSHES), 5)
+    bare = tmp_path / "bin"  # a PATH with the console script's Python and nothing else
+    bare.mkdir()
+    (bare / "python").symlink_to(sys.executable)
+    env = {**helpers.cli_env(), "PATH": str(bare)}
+    result = helpers.run_cli("report", job, "--format", "json", cwd=tmp_path, env=env)
+    traces = _signals(result.stdout)["traces"]
+    if sys.version_info >= (3, 14):  # compression.zstd reads it without the command
+        assert traces["files"]["items"] == 5, traces
+        return
+    assert result.returncode == 3, result.stdout  # cannot be told: nothing judged lost
+    assert traces["verdict"] == "cannot be told", traces
+    assert (
+        "cannot be told: traces.jsonl.zst is zstd-compressed and this machine cannot read it: "
+        "install the zstd command (apt-get install zstd, dnf install zstd) or use Python 3.14+"
+    ) in traces["files"]["reasons"], traces

@@ -61,7 +61,11 @@ def test_step_describes_the_srun_step(example_mapping: dict) -> None:
         "--job-name=otel_collector",
         "--export=ALL",
     )
-    assert step.command == ("/opt/otel/otelcol", f"--config=file:{JOB_DIR}/otel/collector.yaml")
+    assert step.command == (
+        "/opt/otel/otelcol",
+        f"--config=file:{JOB_DIR}/otel/collector.yaml",
+        "--feature-gates=exporter.file.nativeCompression",  # the current line's zstd files
+    )
     assert step.srun_command == ("srun", *step.srun_options, *step.command)
     assert str(step.log_path) == f"{JOB_DIR}/otel/collector.log"
     assert step.env_names == ("OTEL_TOKEN", "SLURM_JOB_ID")
@@ -128,6 +132,7 @@ def test_fragment_passes_hostile_paths_as_single_words(
     job_dir = tmp_path / HOSTILE_JOB_DIR.lstrip("/")
     (job_dir / "otel").mkdir(parents=True)
     (job_dir / "otel" / "collector.yaml").write_text("receivers: {}\n", encoding="utf-8")
+    (job_dir / "otel" / "traces.jsonl.zst").write_bytes(b"an earlier attempt's stream")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     _stub(bin_dir, "otelcol-contrib", "exit 0")
@@ -155,10 +160,16 @@ def test_fragment_passes_hostile_paths_as_single_words(
         f"{job_dir}/otel/collector.log: Error: invalid configuration: no_such_section"
     ), result.stderr
     args = (tmp_path / "srun-args").read_text(encoding="utf-8").splitlines()
-    assert args[-1] == f"--config=file:{job_dir}/otel/collector.yaml"
-    assert args[:-2] == [*collector_step(config, "aime25", job_dir).srun_options]
+    assert args[-2:] == [
+        f"--config=file:{job_dir}/otel/collector.yaml",
+        "--feature-gates=exporter.file.nativeCompression",
+    ]
+    assert args[:-3] == [*collector_step(config, "aime25", job_dir).srun_options]
     assert not list(tmp_path.rglob("PWNED*"))
     assert (job_dir / "otel" / "collector.log").exists()
+    # Set aside before srun ran, under the hostile path too (see _step/fresh_files.py).
+    (aside,) = (job_dir / "otel").glob("traces.jsonl-*-restart.zst")
+    assert aside.read_bytes() == b"an earlier attempt's stream"
 
 
 def test_fragment_never_holds_the_token(

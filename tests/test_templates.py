@@ -46,8 +46,8 @@ def with_otel(example_mapping: dict, **otel: object) -> SubmitConfig:
     [
         ("0.130.0", "legacy"),
         ("0.141.0", "legacy"),
-        ("0.150.9", "legacy"),
-        ("0.151.0", "current"),
+        ("0.153.9", "legacy"),
+        ("0.154.0", "current"),
         ("0.161.0", "current"),
         ("v1.2.0", "current"),
         (None, "current"),
@@ -68,7 +68,7 @@ def test_unsupported_collector_version_lists_the_ranges(example_mapping: dict) -
             with_otel(example_mapping, collector_version="0.110.0"), "aime25", BENCH_DIR
         )
     assert caught.value.path == "otel.collector_version"
-    assert "legacy: >=0.130.0, <0.151.0" in str(caught.value) and "current: >=0.151.0" in str(
+    assert "legacy: >=0.130.0, <0.154.0" in str(caught.value) and "current: >=0.154.0" in str(
         caught.value
     )
 
@@ -82,10 +82,10 @@ def test_override_replaces_the_builtin_of_the_same_name(
     write(
         tmp_path,
         "current/otlp_http+file.yaml.j2",
-        builtin.replace("template_version: 6", "template_version: 61"),
+        builtin.replace("template_version: 7", "template_version: 71"),
     )
     text = render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
-    assert "template version 61" in text.splitlines()[1]
+    assert "template version 71" in text.splitlines()[1]
     assert str(tmp_path.resolve()) in text.splitlines()[1]
 
 

@@ -143,7 +143,8 @@ def test_user_strings_survive_rendering_and_collector_expansion(
     assert attributes["run_id"] == gym_job_id
     assert attributes["slurm_job_id"] == "4242"
     exporters = seen["exporters"]
-    assert exporters["file/traces"]["path"] == f"{bench_dir}/otel/traces.jsonl"
+    zstd = ".zst" if line == "current" else ""  # the current line's collectors compress
+    assert exporters["file/traces"]["path"] == f"{bench_dir}/otel/traces.jsonl{zstd}"
     backend = next(v for k, v in exporters.items() if k.endswith("/backend"))
     assert backend["endpoint"] == f"https://otlp.example.internal/{url_path}"
     assert backend["headers"]["Authorization"] == "Bearer tok"
@@ -207,5 +208,5 @@ def test_hostile_fixture_reaches_collector_verbatim() -> None:
     assert attributes["model"] == source["services"]["policy"]["served_model_name"]
     assert attributes["benchmark"] == benchmark
     assert attributes["cluster"] == "eos-2"
-    assert seen["exporters"]["file/logs"]["path"] == f"{bench_dir}/otel/logs.jsonl"
+    assert seen["exporters"]["file/logs"]["path"] == f"{bench_dir}/otel/logs.jsonl.zst"
     assert "${" not in "".join(string.printable)  # sanity of the alphabet used above

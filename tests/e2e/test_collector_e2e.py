@@ -12,6 +12,9 @@ Outside CI they skip unless a collector can be built (``tools/build-otelcol LINE
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,8 @@ COMBINATIONS = {
 
 # Names that break a config pasted together as text: quotes, colons, a bare $VAR, collector
 # expansions (one of them of the token's own variable), a regex group, and non-ASCII text.
+# Each line's signal files: the current line's collectors (v0.154.0 on) write standard zstd streams.
+FILE_SUFFIXES = {"current": ".jsonl.zst", "legacy": ".jsonl"}
 HOSTILE_JOB_ID = 'run "7": $HOME ${env:HOME} ${SLURM_JOB_ID} ü-日本'
 HOSTILE_BENCHMARK = 'aime\'25: "hard" $x ${env:HOME} $${1} ✓'
 HOSTILE_MODEL = 'qwen "3": $HOME ${env:HOME} ${env:E2E_INGEST_TOKEN} 模型 — ß'
@@ -73,14 +78,15 @@ def test_hostile_names_arrive_as_written(tmp_path: Path, line: str) -> None:
     )
     result = run_job(tmp_path, binary, job)
     assert result.job_dir == tmp_path / "runs" / HOSTILE_JOB_ID / HOSTILE_BENCHMARK
+    files = FILE_SUFFIXES[line]
     assert sorted(p.name for p in result.otel_dir.iterdir()) == [
         "collector.yaml",
         "drain.yaml",
-        "logs.jsonl",
-        "metrics.jsonl",
+        f"logs{files}",
+        f"metrics{files}",
         "queue",  # the backend's disk queue, under a hostile job directory too
         "targets",
-        "traces.jsonl",
+        f"traces{files}",
     ]
     check_run(result)
 
@@ -124,3 +130,30 @@ def files_hold_sent(result: Result) -> bool:
     spans = Counter((s.resource.get(OVERRIDE), s.span_id) for s in result.file_items("traces"))
     logs = Counter((r.resource.get(OVERRIDE), r.body) for r in result.file_items("logs"))
     return not (sent_spans(result) - spans) and not (sent_logs(result) - logs)
+
+
+def test_the_readmes_file_example_reads_what_the_collector_wrote(tmp_path: Path) -> None:
+    """README "The job's files": its ``zstdcat | jq`` example, run as written on a current-line
+    job's files, counts the same spans as the test's own reader."""
+    readme = (helpers.REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## The job's files\n", 1)[1].split("\n## ", 1)[0]
+    (example,) = re.findall(r"```bash\n(.*?)\n```", section, flags=re.DOTALL)
+    result = run_job(
+        tmp_path, collector_binary("current"), Job("current", ("file",), random_token())
+    )
+    shown = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", example],
+        env={**os.environ, "JOB_DIR": str(result.job_dir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    counted = Counter(
+        {
+            name: int(count)
+            for count, name in (row.split(None, 1) for row in shown.stdout.splitlines())
+        }
+    )
+    spans = Counter(span.name for span in result.file_items("traces"))
+    assert spans and counted == spans, (counted, spans)

@@ -45,10 +45,11 @@ from nemo_gym.orchestration.executors.otel import (
     driver_telemetry_env,
     write_collector_config,
 )
+from nemo_gym.orchestration.executors.otel._render.drain_config import feature_gate_arguments
 
 from . import helpers
 from .e2e_backend import OtlpBackend, RoutingProxy
-from .e2e_otlp import SIGNALS, comparable, read_jsonl
+from .e2e_otlp import SIGNALS, comparable, read_signal
 from .e2e_services import FixtureExporter, FixtureExposition, ModelService, Traffic
 from .scrape_targets import write_targets
 
@@ -165,7 +166,7 @@ class Result:
     drain_exit_code: int | None = None  # the stop's drain (None: no disk queue)
 
     def file_items(self, signal_name: str) -> list[Any]:
-        return read_jsonl(self.otel_dir / f"{signal_name}.jsonl", signal_name)
+        return read_signal(self.otel_dir, signal_name)
 
     def backend_items(self, signal_name: str) -> list[Any]:
         assert self.backend is not None
@@ -231,8 +232,10 @@ def _tail(path: Path, lines: int = 40) -> str:
 
 def collector_command(binary: Path, config_path: Path) -> list[str]:
     """The collector's command line. The config is passed as a ``file:`` URI: a bare path that
-    holds a ':' (a job directory may) is read as a URI of another scheme ("Error: invalid uri")."""
-    return [str(binary), "--config", f"file:{config_path}"]
+    holds a ':' (a job directory may) is read as a URI of another scheme ("Error: invalid uri").
+    The feature gates are the ones the config needs, as the job step and the drain pass them."""
+    document = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    return [str(binary), "--config", f"file:{config_path}", *feature_gate_arguments(document)]
 
 
 def stop_drain(

@@ -20,6 +20,7 @@ import contextlib
 import errno
 import os
 import socket
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ import psutil
 from nemo_gym.orchestration.executors.otel import (
     FINAL_SCRAPE_GRACE_SECONDS,
     SubmitConfig,
+    collector_step_script,
     write_collector_config,
 )
 
@@ -49,7 +51,7 @@ from .e2e_job import (
     stop_drain,
     wait_for,
 )
-from .e2e_otlp import SIGNALS, read_jsonl
+from .e2e_otlp import SIGNALS, read_signal
 
 # Past the batch processor's 200ms and the file exporter's 1s flush: the late batch is on disk.
 KILL_AFTER_SECONDS = 2.5
@@ -178,7 +180,7 @@ class Life:
         self.otel_dir = self.config_path.parent
 
     def file_items(self, signal: str) -> list[Any]:
-        return read_jsonl(self.otel_dir / f"{signal}.jsonl", signal)
+        return read_signal(self.otel_dir, signal)
 
     def _config(self) -> SubmitConfig:
         return SubmitConfig.from_dict(
@@ -229,6 +231,7 @@ class Life:
         outside.mkdir()
         env = self.collector_env(outside)
         log_path = outside / "collector.log"
+        self.set_aside()
         collector = Collector(self.binary, self.config_path, env, self.job_dir, log_path, self.host)
         with running(collector):
             collector.wait_healthy()
@@ -269,6 +272,14 @@ class Life:
         run.log = log_path.read_text(errors="replace")
         run.files = {s: self.file_items(s) for s in SIGNALS}
         return run
+
+    def set_aside(self) -> None:
+        """What the job step's start does before it starts the collector: a requeue's earlier
+        zstd files renamed (the step's own bash, see ``_step/fresh_files.py``)."""
+        fragment = collector_step_script(self._config(), BENCHMARK, self.job_dir)
+        subprocess.run(
+            ["bash", "-c", f"{fragment}\n_otel_collector_set_aside"], check=True, timeout=30
+        )
 
     def stop_drain(self, env: dict[str, str], log_path: Path) -> int | None:
         """The job step's stop's drain in this job directory (see ``e2e_job.stop_drain``)."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import zstandard
 from google.protobuf import json_format
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogsData
@@ -22,6 +23,7 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric, MetricsData
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from nemo_gym.orchestration.executors.otel import OTLP_HTTP_PORT
+from nemo_gym.orchestration.executors.otel._job_dir.delivery_report import signal_files
 
 SIGNALS = ("traces", "metrics", "logs")
 FILE_MESSAGES = {"traces": TracesData, "metrics": MetricsData, "logs": LogsData}
@@ -198,18 +200,39 @@ def parse_otlp_json(text: str, message_type: type) -> Any:
     return json_format.ParseDict(_hex_ids_to_base64(json.loads(text)), message_type())
 
 
+def file_text(path: Path) -> str:
+    """A signal file's text, decompressed where the collector compresses (read here with the
+    zstandard library, not the package's reader, which the report tests judge). A zstd frame
+    still being written yields what its finished blocks hold."""
+    data = path.read_bytes()
+    if path.suffix != ".zst":
+        return data.decode("utf-8")
+    parts = []
+    while data:
+        frame = zstandard.ZstdDecompressor().decompressobj()
+        parts.append(frame.decompress(data))
+        data = frame.unused_data if frame.eof else b""
+    return b"".join(parts).decode("utf-8", errors="replace")
+
+
 def read_jsonl(path: Path, signal: str) -> list[Any]:
-    """Every record of a file exporter's ``<signal>.jsonl``, flattened; [] when it does not exist."""
+    """Every record of a file exporter's ``<signal>.jsonl`` (or ``.jsonl.zst``), flattened; []
+    when it does not exist."""
     if not path.exists():
         return []
     groups: list[Any] = []
     # A line being appended while the collector runs may be incomplete: only whole lines count.
-    text = path.read_text(encoding="utf-8")
+    text = file_text(path)
     complete = text[: text.rfind("\n") + 1]
     for line in complete.splitlines():
         if line.strip():
             groups.extend(resource_groups(signal, parse_otlp_json(line, FILE_MESSAGES[signal])))
     return items_of(signal, groups)
+
+
+def read_signal(otel_dir: Path, signal: str) -> list[Any]:
+    """Every record of ``signal`` in a job's ``otel`` folder, whatever its files are called."""
+    return [item for path in signal_files(otel_dir, signal) for item in read_jsonl(path, signal)]
 
 
 def post_json(host: str, signal: str, body: dict[str, Any]) -> None:

@@ -23,10 +23,12 @@ from typing import Any
 import yaml
 
 from nemo_gym.orchestration.executors.otel._checks.hops import queue_hops
+from nemo_gym.orchestration.executors.otel._render.drain_config import feature_gate_arguments
 
 from . import helpers
 from .e2e_backend import OtlpBackend, RoutingProxy
 from .e2e_job import free_ports, wait_for
+from .e2e_otlp import file_text
 
 TOKEN_ENV = "OTEL_TOKEN"
 
@@ -62,7 +64,8 @@ def _localised(doc: dict[str, Any], out: Path, proxy_url: str) -> tuple[dict[str
             body["endpoint"] = proxy_url
             body["retry_on_failure"] = {"enabled": False}
         elif _kind(exporter_id) == "file":
-            body["path"] = str(out / f"{exporter_id.replace('/', '-')}.jsonl")
+            suffix = ".jsonl.zst" if body.get("compression") else ".jsonl"
+            body["path"] = str(out / f"{exporter_id.replace('/', '-')}{suffix}")
         doc["exporters"][exporter_id] = body
     telemetry = doc.setdefault("service", {}).setdefault("telemetry", {}) or {}
     telemetry["metrics"] = {"level": "none"}
@@ -138,7 +141,10 @@ def run_config(binary: Path, doc: dict[str, Any], token: str, folder: Path) -> O
         }
         with log.open("w") as sink:
             collector = subprocess.Popen(
-                [str(binary), f"--config=file:{config}"], env=env, stdout=sink, stderr=sink
+                [str(binary), f"--config=file:{config}", *feature_gate_arguments(local)],
+                env=env,
+                stdout=sink,
+                stderr=sink,
             )
             try:
                 wait_for(lambda: _healthy(health) or collector.poll() is not None, 30, "health")
@@ -152,7 +158,7 @@ def run_config(binary: Path, doc: dict[str, Any], token: str, folder: Path) -> O
             finally:
                 collector.terminate()
                 collector.wait(timeout=60)
-        written = "".join(p.read_text(encoding="utf-8") for p in out.iterdir())
+        written = "".join(file_text(p) for p in out.iterdir())
         leaked = token in written or token in log.read_text(encoding="utf-8")
         return Outcome(leaked, sum(proxy.dropped.values()), sum(proxy.kept.values()))
     finally:

@@ -41,5 +41,9 @@ DEFAULT_TOKEN_ENV = "OTEL_TOKEN"
 # own counters among the job's metrics, and how often the collector pushes them to itself.
 DELIVERY_REPORT_MARKER = "nemo_gym.otel.delivery_report"
 DELIVERY_REPORT_INTERVAL_SECONDS = 5
+# Each signal's file in <job dir>/otel/: <signal>.jsonl, with ZSTD_SUFFIX after it where the
+# collector compresses (see _templating/file_compression.py).
+SIGNAL_FILE_SUFFIX = ".jsonl"
+ZSTD_SUFFIX = ".zst"
 # The collector step appends the collector's output here, in <job dir>/otel/; report reads it.
 COLLECTOR_LOG_NAME = "collector.log"

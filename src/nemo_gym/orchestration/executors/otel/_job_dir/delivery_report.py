@@ -22,12 +22,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from .._common.constants import DELIVERY_REPORT_MARKER, SIGNALS
+from .._common.constants import DELIVERY_REPORT_MARKER, SIGNAL_FILE_SUFFIX, SIGNALS, ZSTD_SUFFIX
 from .collector_log import CollectorLog
 from .disk_queue import DiskQueue
 from .scrape_health import ScrapeHealth
+from .signal_file import Progress, SignalFile, ZstdUnavailable
 
 # OTLP-JSON keys, per signal: resource groups, scope groups, items.
 _GROUPS = {
@@ -41,8 +42,6 @@ _POINT_KINDS = ("gauge", "sum", "histogram", "exponentialHistogram", "summary")
 _FILE_EXPORTER_PREFIX = "file/"
 CANNOT_TELL = "cannot be told"  # the prefix of every reason that judges nothing
 
-Progress = Callable[[int], None]  # called with the bytes read since the last call
-
 
 @dataclass
 class FileScan:
@@ -52,15 +51,24 @@ class FileScan:
     report_points: int = 0  # the collector's own counters (metrics files only)
     truncated: list[str] = field(default_factory=list)  # files whose last line is cut short
     unreadable_lines: list[str] = field(default_factory=list)  # "<file>:<line>"
+    unreadable_files: list[str] = field(default_factory=list)  # why a file could not be read
     missing: bool = False
 
 
 def signal_files(otel_dir: Path, signal: str) -> list[Path]:
     """``<signal>.jsonl`` and, with ``otel.file_rotation``, its renamed predecessors
-    ``<signal>-<UTC time>.jsonl``, oldest first (the time sorts as text)."""
-    rotated = sorted(otel_dir.glob(f"{signal}-*.jsonl"))
-    live = otel_dir / f"{signal}.jsonl"
-    return [*rotated, live] if live.exists() or not rotated else rotated
+    ``<signal>-<UTC time>.jsonl``, oldest first (the time sorts as text); and the same of a
+    collector that compresses, ``<signal>.jsonl.zst`` and ``<signal>.jsonl-<UTC time>.zst``
+    (a job requeued onto the other line holds both). The plain live file is named when nothing
+    exists, so that its absence is reported."""
+    plain = otel_dir / f"{signal}{SIGNAL_FILE_SUFFIX}"
+    zstd = plain.with_name(plain.name + ZSTD_SUFFIX)
+    rotated = [
+        *sorted(otel_dir.glob(f"{signal}-*{SIGNAL_FILE_SUFFIX}")),
+        *sorted(otel_dir.glob(f"{signal}{SIGNAL_FILE_SUFFIX}-*{ZSTD_SUFFIX}")),
+    ]
+    live = [path for path in (plain, zstd) if path.exists()]
+    return [*rotated, *live] if live or rotated else [plain]
 
 
 @dataclass
@@ -201,13 +209,6 @@ def _group_points(group: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield from _points(metric)
 
 
-def _lines(stream: BinaryIO, progress: Progress | None) -> Iterator[tuple[int, bytes]]:
-    for number, line in enumerate(stream, start=1):
-        if progress:
-            progress(len(line))
-        yield number, line
-
-
 def scan_file(
     path: Path,
     signal: str,
@@ -218,34 +219,47 @@ def scan_file(
 ) -> None:
     """Count the items of one file into ``scan`` in a stream; collect the collector's readings
     and, into ``health``, the scraped targets' ``up`` readings."""
-    resources_key = _GROUPS[signal][0]
+    file = SignalFile(path)
     try:
-        stream = path.open("rb")
+        for number, line in enumerate(file.lines(progress), start=1):
+            _scan_line(path, number, line, signal, readings, scan, health)
     except FileNotFoundError:
         scan.missing = True
+    except ZstdUnavailable as exc:
+        scan.unreadable_files.append(str(exc))
+    if file.cut_short and path.name not in scan.truncated:
+        scan.truncated.append(path.name)
+
+
+def _scan_line(
+    path: Path,
+    number: int,
+    line: bytes,
+    signal: str,
+    readings: dict[str, Reading],
+    scan: FileScan,
+    health: ScrapeHealth | None,
+) -> None:
+    if not line.strip():
         return
-    with stream:
-        for number, line in _lines(stream, progress):
-            if not line.strip():
-                continue
-            try:
-                document = json.loads(line)
-            except ValueError:
-                if not line.endswith(b"\n"):
-                    scan.truncated.append(path.name)  # a killed collector's half-written batch
-                else:
-                    scan.unreadable_lines.append(f"{path.name}:{number}")
-                continue
-            for group in document.get(resources_key) or ():
-                resource = _attributes((group.get("resource") or {}).get("attributes"))
-                count = _count(signal, group)
-                if signal == "metrics" and DELIVERY_REPORT_MARKER in resource:
-                    scan.report_points += count
-                    _keep_reading(readings, group, resource)
-                else:
-                    scan.items += count
-                    if health is not None and signal == "metrics":
-                        health.observe(group, resource)
+    try:
+        document = json.loads(line)
+    except ValueError:
+        if not line.endswith(b"\n"):
+            scan.truncated.append(path.name)  # a killed collector's half-written batch
+        else:
+            scan.unreadable_lines.append(f"{path.name}:{number}")
+        return
+    for group in document.get(_GROUPS[signal][0]) or ():
+        resource = _attributes((group.get("resource") or {}).get("attributes"))
+        count = _count(signal, group)
+        if signal == "metrics" and DELIVERY_REPORT_MARKER in resource:
+            scan.report_points += count
+            _keep_reading(readings, group, resource)
+        else:
+            scan.items += count
+            if health is not None and signal == "metrics":
+                health.observe(group, resource)
 
 
 def _file_reasons(name: str, scan: FileScan) -> list[str]:
@@ -255,6 +269,7 @@ def _file_reasons(name: str, scan: FileScan) -> list[str]:
         f"the last line of {file} is truncated (the collector was killed)"
         for file in scan.truncated
     ]
+    reasons += [f"{CANNOT_TELL}: {why}" for why in scan.unreadable_files]
     if scan.unreadable_lines:
         shown = ", ".join(scan.unreadable_lines[:5])
         reasons.append(f"{len(scan.unreadable_lines)} unreadable line(s): {shown}")
@@ -374,7 +389,7 @@ def signal_report(
         written += scan.report_points - sum(reading.points for reading in lives)
     after = max(written - files_sent, 0)
 
-    files_reasons = _file_reasons(f"{signal}.jsonl", scan)
+    files_reasons = _file_reasons(f"{signal}{SIGNAL_FILE_SUFFIX}", scan)
     if not readings:
         files_reasons.append(
             f"{CANNOT_TELL}: the files hold no delivery report (set otel.delivery_report: true; "

@@ -23,6 +23,7 @@ from typing import Any
 
 from .._checks.graph import SECTIONS, component_type, pipeline_refs, pipelines_of, signal_of
 from .._checks.hops import disk_hops
+from .._templating.file_compression import gate_arguments
 
 DRAIN_FILES_PIPELINE = "metrics/drain_readings"
 
@@ -75,3 +76,22 @@ def drain_document(config: Mapping[str, Any]) -> dict[str, Any] | None:
     service["pipelines"] = kept
     document["service"] = service
     return document
+
+
+def _compressing_file_exporters(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    exporters = document.get("exporters")
+    return [
+        body
+        for name, body in (exporters if isinstance(exporters, Mapping) else {}).items()
+        if component_type(str(name)) == "file"
+        and isinstance(body, Mapping)
+        and body.get("compression")
+    ]
+
+
+def feature_gate_arguments(document: Mapping[str, Any]) -> tuple[str, ...]:
+    """The command-line feature gates a parsed config needs: a config that was rendered to
+    compress its files says so in its file exporters (``compression``), and only collectors that
+    take the gate render that way. The drain and anything else that starts a collector from a
+    written config reads it from there rather than from the submit config."""
+    return gate_arguments(bool(_compressing_file_exporters(document)))

@@ -30,12 +30,15 @@ from .._common.constants import (
     DRAIN_SECONDS,
     FINAL_SCRAPE_GRACE_SECONDS,
     SHUTDOWN_WAIT_SECONDS,
+    SIGNALS,
 )
 from .._common.hosts import host_port
 from .._render.rendering import bench_dir_argument, check_render_inputs, collector_config_path
 from .._submit.config import SubmitConfig
 from .._templating.context import checked, delivery_report_endpoint
+from .._templating.file_compression import compresses_files, gate_arguments, signal_file_name
 from .._templating.scrape import EVERY_NODE, ScrapeJob, pool_names, scrape_jobs, targets_dir
+from .fresh_files import set_aside_function
 
 
 @dataclass(frozen=True)
@@ -133,7 +136,9 @@ def collector_step(
 
     The inputs are checked as for rendering, so a step never points at a config that could not
     have been written. The config is read with the ``file:`` provider, which takes the rest of the
-    argument as a path: a ``:`` in the job directory cannot be mistaken for a URI scheme.
+    argument as a path: a ``:`` in the job directory cannot be mistaken for a URI scheme. Where
+    the config compresses the job's files, both commands carry the feature gate that makes the
+    compression a standard zstd stream (see :mod:`..._templating.file_compression`).
     """
     bench_dir = check_render_inputs(config, benchmark_name, bench_dir_argument(remote_bench_dir))
     otel = config.otel
@@ -151,9 +156,10 @@ def collector_step(
         options += [f"--container-image={otel.container}", f"--container-mounts={bench_dir}"]
     env_names = (otel.token_env,) if "otlp_http" in otel.exporters else ()
     host = otel.listen_host
+    gates = gate_arguments(compresses_files(otel))  # its files' zstd; the drain writes there too
     return CollectorStep(
         name=COLLECTOR_SERVICE_NAME,
-        command=(otel.binary, f"--config=file:{config_path}"),
+        command=(otel.binary, f"--config=file:{config_path}", *gates),
         srun_options=tuple(options),
         env_names=(*env_names, "SLURM_JOB_ID"),
         config_path=config_path,
@@ -168,7 +174,7 @@ def collector_step(
         targets_dir=targets_dir(bench_dir),
         scrape_jobs=tuple(scrape_jobs(config, checked(otel.component, "otel.component"))),
         drain_name=f"{COLLECTOR_SERVICE_NAME}_drain",
-        drain_command=(otel.binary, f"--config=file:{drain_path}"),
+        drain_command=(otel.binary, f"--config=file:{drain_path}", *gates),
         drain_config_path=drain_path,
         drain_seconds=DRAIN_SECONDS,
     )
@@ -218,6 +224,9 @@ def collector_step_script(
         if config.otel.delivery_report
         else "    return 1\n"
     )
+    compressed = compresses_files(config.otel)
+    otel_dir = step.config_path.parent
+    zstd_files = [otel_dir / signal_file_name(s, compressed) for s in SIGNALS] if compressed else []
     plan = "".join(
         f"{job.file} {'*' if job.pool is EVERY_NODE else job.pool} {job.port} {job.service or '-'}\n"
         for job in step.scrape_jobs
@@ -240,6 +249,8 @@ def collector_step_script(
         token_checks=token_checks,
         binary_check=binary_check,
         drain_call=_DRAIN_CALL,
+        set_aside=set_aside_function(zstd_files),
+        otel_dir=q(str(otel_dir)),
         drain=_DRAIN.format(
             name=q(step.drain_name),
             config=q(str(step.drain_config_path)),
@@ -367,6 +378,7 @@ _otel_collector_term() {{  # pid name: TERM the named step, wait; 1 (and kill it
 }}
 
 {drain}
+{set_aside}
 _otel_collector_hostnames() {{  # a Slurm node list, one name a line
     if [[ "$1" == *[[,]* ]]; then scontrol show hostnames "$1"; else printf '%s\\n' "$1"; fi
 }}
@@ -436,6 +448,10 @@ otel_collector_start() {{
     _otel_collector_write_targets || return 1
     if _otel_collector_healthy; then
         echo "otel_collector_start: something already answers on "{host}":{port}; another collector on this node? (otel.listen_host)" >&2
+        return 1
+    fi
+    if ! _otel_collector_set_aside; then
+        echo "otel_collector_start: cannot rename the earlier attempt's zstd files in "{otel_dir}"; is the job directory writable?" >&2
         return 1
     fi
     {srun} >>{log} 2>&1 &

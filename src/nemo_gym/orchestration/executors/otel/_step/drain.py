@@ -45,7 +45,7 @@ from .._common.constants import (
 from .._common.errors import SubmitConfigError
 from .._common.text_file import read_text_file
 from .._common.yaml_loader import parse_yaml
-from .._render.drain_config import DRAIN_FILES_PIPELINE
+from .._render.drain_config import DRAIN_FILES_PIPELINE, feature_gate_arguments
 
 _RETRIED_AFTER_TIMEOUT = re.compile(
     r"Exporting failed\. Will retry the request after interval\..*deadline exceeded"
@@ -278,7 +278,7 @@ def drain(
         log_path = Path(folder) / "collector.log"
         with log_path.open("wb") as log:
             process = subprocess.Popen(
-                [binary, f"--config=file:{config_path}"],
+                [binary, f"--config=file:{config_path}", *feature_gate_arguments(local)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -21,7 +21,10 @@ Template variables (documented for override authors):
 ``queue``       null, or (``otel.backend_queue_megabytes``) the backend's disk queue: storage (the extension's id), directory, max_bytes
                 (per signal), consumers, timeout (the hop's), listen (the hop receiver's
                 loopback ``host:port``) and endpoint (its URL)
-``files``       signal name to the absolute path of its ``*.jsonl`` file
+``files``       signal name to the absolute path of its file: ``<signal>.jsonl``, or
+                ``<signal>.jsonl.zst`` where the collector compresses
+``compression`` null, or ``zstd`` where the collector writes standard zstd streams (see
+                :mod:`.file_compression`; the job step then starts it with the feature gate)
 ``delivery_report``  null, or (``otel.delivery_report``) marker (the resource attribute of the
                 collector's own counters), interval_ms, endpoint (its own OTLP/HTTP metrics URL)
 ``rotation``    null, or (``otel.file_rotation``) max_megabytes, max_backups
@@ -51,6 +54,7 @@ from .._common.hosts import connect_host, host_port, is_loopback
 from .._common.version import package_version
 from .._submit.config import SubmitConfig
 from .catalogue import Line, TemplateInfo
+from .file_compression import compresses_files, signal_file_name
 from .scalar import EnvRef, invalid_character
 from .scrape import scrape_jobs, targets_dir
 
@@ -164,6 +168,7 @@ def template_context(
     interval = otel.scrape_interval_seconds
     otel_dir = PurePosixPath(bench_dir) / COLLECTOR_DIR
     host = otel.listen_host
+    compressed = compresses_files(otel)
     return {
         "meta": {
             "package_version": package_version(),
@@ -203,7 +208,8 @@ def template_context(
             "listen": host_port(hop_host(host), QUEUE_HOP_PORT),
             "endpoint": f"http://{host_port(hop_host(host), QUEUE_HOP_PORT)}",
         },
-        "files": {signal: str(otel_dir / f"{signal}.jsonl") for signal in SIGNALS},
+        "files": {s: str(otel_dir / signal_file_name(s, compressed)) for s in SIGNALS},
+        "compression": "zstd" if compressed else None,
         "delivery_report": {
             "marker": DELIVERY_REPORT_MARKER,
             "interval_ms": DELIVERY_REPORT_INTERVAL_SECONDS * 1000,
