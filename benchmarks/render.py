@@ -230,7 +230,11 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
         "service": {
             "extensions": ["health_check", "file_storage/queue"],
             "telemetry": {
-                "logs": {"level": "info", "sampling": {"enabled": False}},
+                "logs": {
+                    "level": "info",
+                    "disable_stacktrace": True,
+                    "sampling": {"enabled": False},
+                },
                 "metrics": {"level": "none"},
             },
             "pipelines": pipelines,
