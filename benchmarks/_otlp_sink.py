@@ -18,9 +18,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import zstandard
 from support.e2e_backend import OtlpBackend, carries_tenant
-from support.e2e_otlp import resource_groups
+from support.e2e_otlp import ZstdFrames, resource_groups
 
 from ._otlp_load import SCOPE
 
@@ -136,31 +135,19 @@ class _Tail:
         self.path = path
         self._offset = 0
         self._pending = b""  # the start of a line still being written
-        self._frame: Any = None  # the zstd frame being decompressed
+        self._zstd = ZstdFrames() if path.suffix == ".zst" else None
 
     def read(self) -> bytes:
         with self.path.open("rb") as handle:
             handle.seek(self._offset)
             data = handle.read()
         self._offset += len(data)
-        if self.path.suffix == ".zst":
-            data = self._decompressed(data)
+        if self._zstd is not None:
+            data = self._zstd.decompress(data)
         data = self._pending + data
         cut = data.rfind(b"\n") + 1
         self._pending = data[cut:]
         return data[:cut]
-
-    def _decompressed(self, data: bytes) -> bytes:
-        parts = []
-        while data:
-            if self._frame is None:
-                self._frame = zstandard.ZstdDecompressor().decompressobj()
-            parts.append(self._frame.decompress(data))
-            if self._frame.eof:
-                data, self._frame = self._frame.unused_data, None
-            else:
-                data = b""
-        return b"".join(parts)
 
 
 class FileCounter:

@@ -200,19 +200,33 @@ def parse_otlp_json(text: str, message_type: type) -> Any:
     return json_format.ParseDict(_hex_ids_to_base64(json.loads(text)), message_type())
 
 
-def file_text(path: Path) -> str:
-    """A signal file's text, decompressed where the collector compresses (read here with the
-    zstandard library, not the package's reader, which the report tests judge). A zstd frame
+class ZstdFrames:
+    """Decompresses a zstd stream fed in pieces, frame after frame (the collector finishes one
+    every second): the tests' own reader, the zstandard library's, not the package's. A frame
     still being written yields what its finished blocks hold."""
+
+    def __init__(self) -> None:
+        self._frame: Any = None
+
+    def decompress(self, data: bytes) -> bytes:
+        parts = []
+        while data:
+            if self._frame is None:
+                self._frame = zstandard.ZstdDecompressor().decompressobj()
+            parts.append(self._frame.decompress(data))
+            if self._frame.eof:
+                data, self._frame = self._frame.unused_data, None
+            else:
+                data = b""
+        return b"".join(parts)
+
+
+def file_text(path: Path) -> str:
+    """A signal file's text, decompressed where the collector compresses."""
     data = path.read_bytes()
-    if path.suffix != ".zst":
-        return data.decode("utf-8")
-    parts = []
-    while data:
-        frame = zstandard.ZstdDecompressor().decompressobj()
-        parts.append(frame.decompress(data))
-        data = frame.unused_data if frame.eof else b""
-    return b"".join(parts).decode("utf-8", errors="replace")
+    if path.suffix == ".zst":
+        data = ZstdFrames().decompress(data)
+    return data.decode("utf-8", errors="replace")
 
 
 def read_jsonl(path: Path, signal: str) -> list[Any]:

@@ -389,7 +389,8 @@ def signal_report(
         written += scan.report_points - sum(reading.points for reading in lives)
     after = max(written - files_sent, 0)
 
-    files_reasons = _file_reasons(f"{signal}{SIGNAL_FILE_SUFFIX}", scan)
+    live = f"{signal}{SIGNAL_FILE_SUFFIX}"
+    files_reasons = _file_reasons(f"{live} (or {live}{ZSTD_SUFFIX})", scan)
     if not readings:
         files_reasons.append(
             f"{CANNOT_TELL}: the files hold no delivery report (set otel.delivery_report: true; "

@@ -36,7 +36,7 @@ class SignalFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         # A zstd stream that ends inside a frame: the collector was killed between two of its
-        # once-a-second flushes. The lines before it are read; what the frame held is not.
+        # once-a-second flushes. What was written of it is read; what it still held is lost.
         self.cut_short = False
 
     def lines(self, progress: Progress | None = None) -> Iterator[bytes]:

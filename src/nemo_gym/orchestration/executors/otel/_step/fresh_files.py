@@ -7,8 +7,9 @@ the collector in a job directory that already holds compressed signal files (a r
 them ``<signal>.jsonl-<UTC time>-restart.zst``, beside rotation's renamed files: the report and
 ``zstdcat <signal>.jsonl*.zst`` read them in order. Only the start needs it: the stop runs the
 drain only after the collector exited by itself, its streams finished, and ``nemo-gym-otel
-drain`` writes nothing to the job's files. JSON lines need none of this: a cut line is one
-unreadable line, and the lines after it read.
+drain`` writes nothing to the job's files. JSON lines (the legacy line) are appended to as
+before: a cut line costs itself and the first line the next attempt appends to it, and every
+line after reads.
 """
 
 from __future__ import annotations
