@@ -1,6 +1,6 @@
 """A collector killed between two flushes of its zstd streams, then the job requeued, on the real
-current-line collector: both attempts' files read whole, with the package's reader, ``zstdcat``
-and ``report``.
+current-line collector: both attempts' files read whole, with the tests' reader, ``zstd -t`` and
+``report``.
 
 The kill leaves each stream's last frame without its end whenever it lands between two of the
 exporter's once-a-second flushes; the test makes that certain by cutting the last byte of the
