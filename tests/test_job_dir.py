@@ -196,8 +196,8 @@ def test_hostile_job_directories_start_the_collector(line: str, tmp_path: Path) 
             _, stderr = process.communicate(timeout=60)
         assert healthy, f"{gym_job_id!r}: {stderr[-2000:]}"
         assert process.returncode == 0, f"{gym_job_id!r}: {stderr[-2000:]}"
-        zstd = ".zst" if line == "current" else ""  # the current line's collectors compress
-        assert (job_dir / "otel" / f"traces.jsonl{zstd}").is_file(), gym_job_id
+        suffix = helpers.FILE_SUFFIXES[line]
+        assert (job_dir / "otel" / f"traces{suffix}").is_file(), gym_job_id
     assert not list(tmp_path.rglob("PWNED*")), "the shell ran nothing of the path"
 
 

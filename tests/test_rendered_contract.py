@@ -124,7 +124,7 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
         zstd = {"compression": "zstd"} if line == "current" else {}
         for signal in SIGNALS:
             assert exporters[f"file/{signal}"] == {
-                "path": f"{base}/otel/{signal}.jsonl" + (".zst" if zstd else ""),
+                "path": f"{base}/otel/{signal}{helpers.FILE_SUFFIXES[line]}",
                 "format": "json",
                 **zstd,
                 "append": True,  # a requeued job keeps what the first attempt wrote

@@ -143,8 +143,8 @@ def test_user_strings_survive_rendering_and_collector_expansion(
     assert attributes["run_id"] == gym_job_id
     assert attributes["slurm_job_id"] == "4242"
     exporters = seen["exporters"]
-    zstd = ".zst" if line == "current" else ""  # the current line's collectors compress
-    assert exporters["file/traces"]["path"] == f"{bench_dir}/otel/traces.jsonl{zstd}"
+    suffix = helpers.FILE_SUFFIXES[line]
+    assert exporters["file/traces"]["path"] == f"{bench_dir}/otel/traces{suffix}"
     backend = next(v for k, v in exporters.items() if k.endswith("/backend"))
     assert backend["endpoint"] == f"https://otlp.example.internal/{url_path}"
     assert backend["headers"]["Authorization"] == "Bearer tok"

@@ -44,8 +44,6 @@ COMBINATIONS = {
 
 # Names that break a config pasted together as text: quotes, colons, a bare $VAR, collector
 # expansions (one of them of the token's own variable), a regex group, and non-ASCII text.
-# Each line's signal files: the current line's collectors (v0.154.0 on) write standard zstd streams.
-FILE_SUFFIXES = {"current": ".jsonl.zst", "legacy": ".jsonl"}
 HOSTILE_JOB_ID = 'run "7": $HOME ${env:HOME} ${SLURM_JOB_ID} ü-日本'
 HOSTILE_BENCHMARK = 'aime\'25: "hard" $x ${env:HOME} $${1} ✓'
 HOSTILE_MODEL = 'qwen "3": $HOME ${env:HOME} ${env:E2E_INGEST_TOKEN} 模型 — ß'
@@ -78,7 +76,7 @@ def test_hostile_names_arrive_as_written(tmp_path: Path, line: str) -> None:
     )
     result = run_job(tmp_path, binary, job)
     assert result.job_dir == tmp_path / "runs" / HOSTILE_JOB_ID / HOSTILE_BENCHMARK
-    files = FILE_SUFFIXES[line]
+    files = helpers.FILE_SUFFIXES[line]
     assert sorted(p.name for p in result.otel_dir.iterdir()) == [
         "collector.yaml",
         "drain.yaml",

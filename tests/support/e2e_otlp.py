@@ -221,12 +221,10 @@ class ZstdFrames:
         return b"".join(parts)
 
 
-def file_text(path: Path) -> str:
-    """A signal file's text, decompressed where the collector compresses."""
+def file_bytes(path: Path) -> bytes:
+    """A signal file's bytes, decompressed where the collector compresses."""
     data = path.read_bytes()
-    if path.suffix == ".zst":
-        data = ZstdFrames().decompress(data)
-    return data.decode("utf-8", errors="replace")
+    return ZstdFrames().decompress(data) if path.suffix == ".zst" else data
 
 
 def read_jsonl(path: Path, signal: str) -> list[Any]:
@@ -236,8 +234,8 @@ def read_jsonl(path: Path, signal: str) -> list[Any]:
         return []
     groups: list[Any] = []
     # A line being appended while the collector runs may be incomplete: only whole lines count.
-    text = file_text(path)
-    complete = text[: text.rfind("\n") + 1]
+    data = file_bytes(path)
+    complete = data[: data.rfind(b"\n") + 1].decode("utf-8")
     for line in complete.splitlines():
         if line.strip():
             groups.extend(resource_groups(signal, parse_otlp_json(line, FILE_MESSAGES[signal])))

@@ -77,6 +77,11 @@ def line_metadata() -> dict[str, dict[str, Any]]:
     }
 
 
+# Each built-in line's signal file suffix, as the tests expect it: the current line's collectors
+# (v0.154.0 on) write standard zstd streams, the legacy line's JSON lines.
+FILE_SUFFIXES = {"current": ".jsonl.zst", "legacy": ".jsonl"}
+
+
 def line_versions() -> dict[str, str]:
     """Each built-in line and the lowest collector release its ``line.yaml`` claims."""
     return {name: str(meta["collector_min"]) for name, meta in line_metadata().items()}

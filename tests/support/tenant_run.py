@@ -28,7 +28,7 @@ from nemo_gym.orchestration.executors.otel._render.drain_config import feature_g
 from . import helpers
 from .e2e_backend import OtlpBackend, RoutingProxy
 from .e2e_job import free_ports, wait_for
-from .e2e_otlp import file_text
+from .e2e_otlp import file_bytes
 
 TOKEN_ENV = "OTEL_TOKEN"
 
@@ -158,7 +158,7 @@ def run_config(binary: Path, doc: dict[str, Any], token: str, folder: Path) -> O
             finally:
                 collector.terminate()
                 collector.wait(timeout=60)
-        written = "".join(file_text(p) for p in out.iterdir())
+        written = "".join(file_bytes(p).decode("utf-8") for p in out.iterdir())
         leaked = token in written or token in log.read_text(encoding="utf-8")
         return Outcome(leaked, sum(proxy.dropped.values()), sum(proxy.kept.values()))
     finally:
