@@ -300,6 +300,7 @@ class Rig:
             }
         )
         config = SubmitConfig.from_dict(mapping)
+        self.config = config
         job_dir = self.root / "runs" / "gym-bench" / "aime25"
         if self.unchecked:
             # A layout the token and tenant rules refuse (the original module's, which stamps

@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from nemo_gym.orchestration.executors.otel import OTLP_HTTP_PORT
+from nemo_gym.orchestration.executors.otel import OTLP_HTTP_PORT, collector_step_script
 from nemo_gym.orchestration.executors.otel._job_dir.delivery_report import signal_files
 
 from ._otlp_sink import SIGNALS
@@ -360,6 +360,7 @@ def _growth(
         grown = {s: n - before[s] for s, n in _sizes(rig.config_path.parent).items()}
         log_grown = log.stat().st_size - log_before
         files = {s: len(signal_files(rig.config_path.parent, s)) for s in SIGNALS}
+        step_compressed = _step_compression(rig)
     items = step.delivered["files"]
     per_second = {s: grown[s] / seconds for s in SIGNALS}
     result = {
@@ -377,6 +378,22 @@ def _growth(
         "held": step.held,
         "log_bytes_per_hour": log_grown / seconds * 3600,
     }
+    if step_compressed:
+        plain, packed, cpu = step_compressed
+        ratio = {s: packed[s] / plain[s] if plain.get(s) else None for s in SIGNALS}
+        result["step_compression"] = {
+            "finished_bytes": plain,
+            "compressed_bytes": packed,
+            "ratio": ratio,
+            "cpu_seconds": cpu,
+            "cores": cpu / seconds,
+            # A day of the rotation's finished files once the step compressed them (the live
+            # file, at most max_megabytes a signal, aside).
+            "total_gb_per_day": sum(
+                result["gb_per_day"][s] * (ratio[s] if ratio[s] is not None else 1) for s in SIGNALS
+            ),
+        }
+        _log(f"{line} files ({variant}), the step's compression: {result['step_compression']}")
     _log(
         f"{line} files ({variant}): {result['total_gb_per_day']:.1f} GB/day, collector.log "
         f"{result['log_bytes_per_hour'] / 1e6:.1f} MB/h, "
@@ -384,6 +401,29 @@ def _growth(
         + ", ".join(f"{s} {v:.0f}" for s, v in result["bytes_per_item"].items() if v)
     )
     return result
+
+
+def _step_compression(rig: Rig) -> tuple[dict[str, int], dict[str, int], float] | None:
+    """Where the job step compresses the rotation's finished files (the legacy line): its own
+    pass over them, run once: their bytes before and after, and the CPU seconds it took."""
+    otel_dir = rig.config_path.parent
+    finished = {s: sorted(otel_dir.glob(f"{s}-*.jsonl")) for s in SIGNALS}
+    if not any(finished.values()):
+        return None
+    plain = {s: sum(p.stat().st_size for p in paths) for s, paths in finished.items()}
+    fragment = collector_step_script(rig.config, "aime25", rig.job_dir)
+    before = os.times()
+    subprocess.run(
+        ["bash", "-c", f"{fragment}\n_otel_collector_compress_finished"], check=True, timeout=600
+    )
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    packed = {
+        s: sum(Path(f"{p}.zst").stat().st_size for p in paths) for s, paths in finished.items()
+    }
+    return plain, packed, cpu
 
 
 def _rows(
@@ -443,6 +483,17 @@ def _rows(
                 f"{g['log_bytes_per_hour'] / 1e6:.1f} MB/h",
             )
         )
+        if "step_compression" in g:
+            c = g["step_compression"]
+            rows.append(
+                (
+                    f"file growth, {g['line']}, {g['variant']}, compressed by the job step",
+                    f"{c['total_gb_per_day']:.1f} GB/day (finished files "
+                    f"{sum(c['finished_bytes'].values()) / 1e6:.0f} MB -> "
+                    f"{sum(c['compressed_bytes'].values()) / 1e6:.1f} MB), zstd "
+                    f"{c['cores']:.3f} cores",
+                )
+            )
     return rows
 
 

@@ -155,7 +155,7 @@ def test_the_outcome_says_what_was_sent_and_what_is_left() -> None:
     text = outcome_text("/runs/j", result)
     assert "8,192 spans" in text and "12.3s" in text
     assert "still queued on disk: traces 3.0 MiB" in text and "run drain again" in text
-    assert "2 request(s) were retried" in text and "twice" in text
+    assert "2 request(s) retried" in text and "twice" in text
     assert progress_line(left).startswith("drain: traces 8,192 sent, 3.0 MiB queued;")
     done = DrainResult(DrainState({"traces": 0}, {}, True), 1.0, {}, 0, "")
     assert outcome_text("/runs/j", done).endswith("the disk queue is empty")

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from support import helpers
+from support.e2e_otlp import post_json
 from support.otelcol import collector_binary
 
 from nemo_gym.orchestration.api import SubmitConfig
@@ -150,6 +151,26 @@ HOSTILE_IDS = [
     "é 😀 \u00a0\ufeff\u200b",
 ]
 LISTEN_HOSTS = {"legacy": "127.0.0.61", "current": "127.0.0.62"}  # clash with nothing
+SPAN = {
+    "resourceSpans": [
+        {
+            "scopeSpans": [
+                {
+                    "spans": [
+                        {
+                            "traceId": "5b8efff798038103d269b633813fc60c",
+                            "spanId": "eee19b7ec3c1b174",
+                            "name": "hostile-folder",
+                            "kind": 1,
+                            "startTimeUnixNano": "1700000000000000000",
+                            "endTimeUnixNano": "1700000001000000000",
+                        }
+                    ]
+                }
+            ]
+        }
+    ]
+}
 
 
 def _healthy(host: str, deadline: float) -> bool:
@@ -189,15 +210,20 @@ def test_hostile_job_directories_start_the_collector(line: str, tmp_path: Path) 
             stderr=subprocess.PIPE,
             text=True,
         )
+        traces = job_dir / "otel" / f"traces{helpers.FILE_SUFFIXES[line]}"
         try:
             healthy = _healthy(host, time.monotonic() + 30)
+            if healthy:  # a span, so that even a rotating file exporter opens its file
+                post_json(host, "traces", SPAN)
+                deadline = time.monotonic() + 10
+                while not traces.is_file() and time.monotonic() < deadline:
+                    time.sleep(0.1)
         finally:
             process.send_signal(signal.SIGTERM)
             _, stderr = process.communicate(timeout=60)
         assert healthy, f"{gym_job_id!r}: {stderr[-2000:]}"
         assert process.returncode == 0, f"{gym_job_id!r}: {stderr[-2000:]}"
-        suffix = helpers.FILE_SUFFIXES[line]
-        assert (job_dir / "otel" / f"traces{suffix}").is_file(), gym_job_id
+        assert traces.is_file(), gym_job_id
     assert not list(tmp_path.rglob("PWNED*")), "the shell ran nothing of the path"
 
 

@@ -35,7 +35,7 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
     # Provenance header.
     head = text.splitlines()[:3]
     assert head[0].startswith("# OpenTelemetry Collector config rendered by nemo-gym-otel ")
-    assert f"line {line}, combination {combination}, template version 7" in head[1]
+    assert f"line {line}, combination {combination}, template version 8" in head[1]
 
     assert config["extensions"]["health_check"]["endpoint"] == "localhost:13133"
     queue_storage = ["file_storage/queue"] if "otlp_http" in combination else []
@@ -120,14 +120,19 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
     assert backends == ([f"{otlp_http_type}/backend"] if "otlp_http" in combination else [])
     if "file" in combination:
         base = helpers.job_dir(CONFIG, "aime25")
-        # The current line's collectors (v0.154.0 on) write standard zstd streams.
-        zstd = {"compression": "zstd"} if line == "current" else {}
+        # The current line's collectors (v0.154.0 on) write standard zstd streams, appended to
+        # by a requeued job; the legacy line's rotate, so the job step compresses each file
+        # the rotation finished (the rotating writer appends to the live file by itself).
+        kept: dict[str, object] = (
+            {"compression": "zstd", "append": True}
+            if line == "current"
+            else {"rotation": {"max_megabytes": 100, "max_backups": 0}}
+        )
         for signal in SIGNALS:
             assert exporters[f"file/{signal}"] == {
                 "path": f"{base}/otel/{signal}{helpers.FILE_SUFFIXES[line]}",
                 "format": "json",
-                **zstd,
-                "append": True,  # a requeued job keeps what the first attempt wrote
+                **kept,
             }
     if "otlp_http" in combination:
         backend = exporters[f"{otlp_http_type}/backend"]

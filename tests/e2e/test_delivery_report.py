@@ -17,6 +17,11 @@ Three jobs per line, with ``otel.delivery_report: true``, behind the routing-pro
   items lost at the backend, and the files complete. Without a drain's reading, what reached
   the files after the collector's last reading is judged by its log.
 
+- ``late answers``: the backend takes a request of each signal and answers it only after the
+  backend exporter's attempt bound (10 s), so the disk queue sends it again (OTLP is
+  at-least-once): the backend holds those items twice and every other item once, and the
+  report counts each such retry, in JSON and in its table.
+
 And the log itself: a burst of requests that the backend exporter gives up on within seconds
 must each leave its line, with its count, in ``collector.log`` (the templates turn the
 collector's log sampling off; sampled, the report would count only some of them).
@@ -44,8 +49,9 @@ from support.e2e_job import (
     running,
     wait_for,
 )
-from support.e2e_life import GYM_JOB_ID, Life
-from support.e2e_otlp import SIGNALS, post_json
+from support.e2e_life import GYM_JOB_ID, Life, Run
+from support.e2e_otlp import SIGNALS, items_of, post_json, resource_groups
+from support.e2e_tally import at_backend, count, found, sent
 from support.otelcol import collector_binary
 
 from nemo_gym.orchestration.executors.otel._common.constants import DELIVERY_REPORT_INTERVAL_SECONDS
@@ -60,6 +66,8 @@ RETRY_WINDOW_SECONDS = 4
 BURST_REQUESTS = 16
 BURST_SPANS = 8192  # the override's batch max_size: each request is a batch of its own
 SAMPLED_LINES = 10
+# Longer than one attempt's bound at the backend (the backend exporter's `timeout`, 10 s).
+LATE_SECONDS = 12
 SHUTDOWN_ERROR = "failed to shutdown meter provider"
 OVERRIDE = """{{#- nemo-gym-otel
 template_version: test-short-retry
@@ -332,3 +340,57 @@ def _given_up(log_path: Path) -> tuple[int, int]:
         if loss.signal == "traces" and loss.exporter.endswith("/backend")
     ]
     return len(losses), sum(loss.items for loss in losses)
+
+
+def test_a_request_answered_after_the_attempts_bound_is_sent_again_and_counted(
+    line: str, tmp_path: Path
+) -> None:
+    life = _life(line, tmp_path, "127.0.0.49" if line == "legacy" else "127.0.0.50", False)
+    env = life.collector_env(life.tmp_path)
+    log_path = life.tmp_path / "collector.log"
+    collector = Collector(life.binary, life.config_path, env, life.job_dir, log_path, life.host)
+    try:
+        with running(collector):
+            collector.wait_healthy()
+            driver = Producers(GYM_JOB_ID, life.tmp_path, PRODUCERS, 1, life.host)
+            with running(driver):
+                driver.wait_ready()
+                life.proxy.answer_late(LATE_SECONDS, SIGNALS)
+                want = sent([Run(sent=driver.finish())])
+            wait_for(
+                lambda: all(life.proxy.answered_late[s] for s in SIGNALS),
+                3 * LATE_SECONDS,
+                "a late answer on every signal",
+            )
+            wait_for(
+                lambda: not any(want[s] - found(at_backend(life))[s] for s in SIGNALS),
+                30,
+                "the backend to hold every item",
+            )
+            time.sleep(3 * DELIVERY_REPORT_INTERVAL_SECONDS)
+            exit_code = collector.stop()
+        assert life.stop_drain(env, life.tmp_path / "drain.log") in (0, 1)
+        late = found(
+            {
+                s: items_of(s, [g for m in life.proxy.late[s] for g in resource_groups(s, m)])
+                for s in SIGNALS
+            }
+        )
+        backend = found(at_backend(life))
+    finally:
+        life.close()
+    _exited_as_expected(exit_code, log_path.read_text(errors="replace"))
+    assert late["traces"] and late["logs"], f"no producer's item was answered late: {count(late)}"
+    for s in SIGNALS:
+        # Every item once, and the late requests' items once more: nothing lost, nothing else twice.
+        assert backend[s] == want[s] + late[s], (s, count(backend), count(want), count(late))
+    code, document = report(life, "--log", log_path)  # the step writes it in the job directory
+    signals = {entry["signal"]: entry for entry in document["signals"]}
+    for s in SIGNALS:
+        backend_entry = signals[s]["backend"]
+        assert backend_entry["retried_after_timeout"] == len(life.proxy.late[s]), backend_entry
+        assert backend_entry["failed_or_dropped"] == 0, backend_entry
+    assert code == 0 and document["complete"], json.dumps(document, indent=2)
+    table = helpers.run_cli("report", life.job_dir, "--log", log_path, cwd=life.tmp_path).stdout
+    retried = sum(len(life.proxy.late[s]) for s in SIGNALS)
+    assert f"{retried} request(s) retried after the backend did not answer in time" in table, table

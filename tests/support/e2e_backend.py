@@ -4,8 +4,10 @@ The proxy answers 200 to every request, but forwards a payload to the backend on
 resource in it carries the ``Authorization`` attribute equal to the ingest token; anything else
 is counted as dropped and silently lost, exactly the failure the package exists to prevent. It
 records every ``Authorization`` header it sees, and can be switched to misbehave like a backend
-in trouble: answer 503 (an outage), refuse connections, or accept requests and never answer (a
-black hole). Both listen on 127.0.0.1 on ports the kernel picks.
+in trouble: answer 503 (an outage), refuse connections, accept requests and never answer (a
+black hole), or take a request and answer it only after the sender gave up on it (a slow
+backend, which at-least-once delivery must ask twice). Both listen on 127.0.0.1 on ports the
+kernel picks.
 """
 
 from __future__ import annotations
@@ -105,8 +107,11 @@ def otlp_handler(
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            try:
+                self.end_headers()
+                self.wfile.write(payload)
+            except ConnectionError:  # the client gave up waiting (a late answer)
+                self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             pass
@@ -179,6 +184,10 @@ class RoutingProxy:
         self.dropped: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()  # answered 503 during an outage
         self.held: Counter[str] = Counter()  # requests a black hole took and never answered
+        self._late_seconds = 0.0
+        self._late_pending: set[str] = set()  # signals whose next kept request is answered late
+        self.late: dict[str, list[Any]] = {}  # signal -> the requests kept and answered late
+        self.answered_late: Counter[str] = Counter()
         self._server = LoopbackServer(otlp_handler(self._serve), host=host)
 
     @property
@@ -204,6 +213,13 @@ class RoutingProxy:
         """From now on: every request is read and never answered (until ``close``)."""
         with self._lock:
             self._black_hole = True
+
+    def answer_late(self, seconds: float, signals: tuple[str, ...]) -> None:
+        """The next request of each of ``signals`` that the backend keeps is answered only after
+        ``seconds`` (the backend has its items by then); the requests after it promptly."""
+        with self._lock:
+            self._late_seconds = seconds
+            self._late_pending = set(signals)
 
     def _serve(self, handler: BaseHTTPRequestHandler, path: str, body: bytes) -> Reply | None:
         with self._lock:
@@ -235,6 +251,14 @@ class RoutingProxy:
         status, reply_type, reply = self._forward(handler, path, body)
         with self._lock:
             self.kept[signal] += 1
+            late = signal in self._late_pending
+            if late:
+                self._late_pending.discard(signal)
+                self.late.setdefault(signal, []).append(message)
+        if late:
+            self._closing.wait(self._late_seconds)
+            with self._lock:
+                self.answered_late[signal] += 1
         return status, reply_type, reply
 
     def _forward(self, handler: BaseHTTPRequestHandler, path: str, body: bytes) -> Reply:

@@ -273,13 +273,16 @@ class Life:
         run.files = {s: self.file_items(s) for s in SIGNALS}
         return run
 
+    def step_call(self, function: str) -> None:
+        """Run one function of this job's step fragment (``collector_step_script``), as the
+        job step runs it."""
+        fragment = collector_step_script(self._config(), BENCHMARK, self.job_dir)
+        subprocess.run(["bash", "-c", f"{fragment}\n{function}"], check=True, timeout=60)
+
     def set_aside(self) -> None:
         """What the job step's start does before it starts the collector: a requeue's earlier
-        zstd files renamed (the step's own bash, see ``_step/fresh_files.py``)."""
-        fragment = collector_step_script(self._config(), BENCHMARK, self.job_dir)
-        subprocess.run(
-            ["bash", "-c", f"{fragment}\n_otel_collector_set_aside"], check=True, timeout=30
-        )
+        zstd files renamed (see ``_step/fresh_files.py``)."""
+        self.step_call("_otel_collector_set_aside")
 
     def stop_drain(self, env: dict[str, str], log_path: Path) -> int | None:
         """The job step's stop's drain in this job directory (see ``e2e_job.stop_drain``)."""

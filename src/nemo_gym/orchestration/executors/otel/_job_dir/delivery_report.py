@@ -56,15 +56,16 @@ class FileScan:
 
 
 def signal_files(otel_dir: Path, signal: str) -> list[Path]:
-    """``<signal>.jsonl`` and, with ``otel.file_rotation``, its renamed predecessors
-    ``<signal>-<UTC time>.jsonl``, oldest first (the time sorts as text); and the same of a
-    collector that compresses, ``<signal>.jsonl.zst`` and ``<signal>.jsonl-<UTC time>.zst``
-    (a job requeued onto the other line holds both). The plain live file is named when nothing
-    exists, so that its absence is reported."""
+    """``<signal>.jsonl`` and its predecessors the rotation renamed ``<signal>-<UTC
+    time>.jsonl``, or the step compressed into ``<signal>-<UTC time>.jsonl.zst``, oldest first
+    (the time sorts as text); and the same of a collector that compresses, ``<signal>.jsonl.zst``
+    and ``<signal>.jsonl-<UTC time>.zst`` (a job requeued onto the other line holds both). The
+    plain live file is named when nothing exists, so that its absence is reported."""
     plain = otel_dir / f"{signal}{SIGNAL_FILE_SUFFIX}"
     zstd = plain.with_name(plain.name + ZSTD_SUFFIX)
+    finished = f"{signal}-*{SIGNAL_FILE_SUFFIX}"
     rotated = [
-        *sorted(otel_dir.glob(f"{signal}-*{SIGNAL_FILE_SUFFIX}")),
+        *sorted([*otel_dir.glob(finished), *otel_dir.glob(finished + ZSTD_SUFFIX)]),
         *sorted(otel_dir.glob(f"{signal}{SIGNAL_FILE_SUFFIX}-*{ZSTD_SUFFIX}")),
     ]
     live = [path for path in (plain, zstd) if path.exists()]

@@ -32,6 +32,14 @@ from .._common.constants import COLLECTOR_CONFIG_NAME, DRAIN_RECORD_NAME
 from .._step.drain import retried_after_timeout
 
 
+def possibly_twice(requests: int) -> str:
+    """How the report and the drain say that ``requests`` were sent again after a timeout."""
+    return (
+        f"{requests} request(s) retried after the backend did not answer in time, "
+        "so the backend may hold their items twice"
+    )
+
+
 @dataclass(frozen=True)
 class DrainRecord:
     """One run of ``nemo-gym-otel drain``, as it recorded itself."""

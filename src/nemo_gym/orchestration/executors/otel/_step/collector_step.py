@@ -36,8 +36,15 @@ from .._common.hosts import host_port
 from .._render.rendering import bench_dir_argument, check_render_inputs, collector_config_path
 from .._submit.config import SubmitConfig
 from .._templating.context import checked, delivery_report_endpoint
-from .._templating.file_compression import compresses_files, gate_arguments, signal_file_name
+from .._templating.file_compression import (
+    compresses_files,
+    file_rotation,
+    gate_arguments,
+    signal_file_name,
+    step_compresses_files,
+)
 from .._templating.scrape import EVERY_NODE, ScrapeJob, pool_names, scrape_jobs, targets_dir
+from .finished_files import compress_functions, finished_file_globs
 from .fresh_files import set_aside_function
 
 
@@ -61,6 +68,12 @@ class CollectorStep:
     after it is healthy: what the stop left queued goes out (a healthy backend takes a stop's
     remainder in a second or two). What it cannot send stays queued for the next start or
     ``nemo-gym-otel drain``.
+
+    ``finished_files`` (globs; empty where the collector compresses its files itself) are the
+    files the collector's rotation finished: from the start until the stop and once more after
+    it, the step compresses each into ``<file>.zst`` (``zstd``, written as ``<file>.zst.part``
+    and renamed) and removes it; beyond ``finished_files_kept`` of them (0: all) it deletes the
+    oldest compressed ones (see ``_step/finished_files.py``).
     """
 
     name: str
@@ -82,6 +95,8 @@ class CollectorStep:
     drain_command: tuple[str, ...]
     drain_config_path: PurePosixPath
     drain_seconds: int
+    finished_files: tuple[str, ...]
+    finished_files_kept: int
 
     @property
     def srun_command(self) -> tuple[str, ...]:
@@ -114,6 +129,8 @@ class CollectorStep:
             "drain_srun_command": list(self.drain_srun_command),
             "drain_config_path": str(self.drain_config_path),
             "drain_seconds": self.drain_seconds,
+            "finished_files": list(self.finished_files),
+            "finished_files_kept": self.finished_files_kept,
             "pools": list(self.pools),
             "targets_dir": str(self.targets_dir),
             "scrape_jobs": [
@@ -157,6 +174,7 @@ def collector_step(
     env_names = (otel.token_env,) if "otlp_http" in otel.exporters else ()
     host = otel.listen_host
     gates = gate_arguments(compresses_files(otel))  # its files' zstd; the drain writes there too
+    rotation = file_rotation(otel) if step_compresses_files(otel) else None
     return CollectorStep(
         name=COLLECTOR_SERVICE_NAME,
         command=(otel.binary, f"--config=file:{config_path}", *gates),
@@ -177,6 +195,8 @@ def collector_step(
         drain_command=(otel.binary, f"--config=file:{drain_path}", *gates),
         drain_config_path=drain_path,
         drain_seconds=DRAIN_SECONDS,
+        finished_files=finished_file_globs(config_path.parent, SIGNALS) if rotation else (),
+        finished_files_kept=rotation.max_backups if rotation else 0,
     )
 
 
@@ -250,6 +270,13 @@ def collector_step_script(
         binary_check=binary_check,
         drain_call=_DRAIN_CALL,
         set_aside=set_aside_function(zstd_files),
+        compress=compress_functions(otel_dir, SIGNALS, step.finished_files_kept)
+        if step.finished_files
+        else (
+            "_otel_collector_live_files() { :; }  # the exporters create their files themselves\n"
+            "_otel_collector_compress_finished() { :; }  # the step has nothing to compress\n"
+        ),
+        compress_start=_COMPRESS_START if step.finished_files else "",
         otel_dir=q(str(otel_dir)),
         drain=_DRAIN.format(
             name=q(step.drain_name),
@@ -273,6 +300,14 @@ _LOST_READING = (
     "failed to shutdown service after error: failed to shutdown meter provider: "
     'failed to upload metrics: Post "{endpoint}": '
 )
+
+_COMPRESS_START = """\
+        if ! command -v zstd >/dev/null 2>&1; then
+            echo "otel_collector_start: no zstd command on this node: the files the collector's rotation finishes stay JSON lines (install zstd to compress them)" >&2
+        fi
+        _otel_collector_compressing &
+        _otel_collector_compressor=$!
+"""
 
 _DRAIN_CALL = """\
     if [[ -f "$_otel_collector_drain_config" ]]; then
@@ -320,6 +355,7 @@ _FRAGMENT = """\
 # nemo-gym-otel: the OpenTelemetry Collector's job step. Source this file in the batch script,
 # call otel_collector_start before the job's services and otel_collector_stop after the driver.
 _otel_collector_pid=
+_otel_collector_compressor=
 
 _otel_collector_pause() {{  # sleep without coreutils: a read that times out
     read -rt "$1" <> <(:) || :
@@ -379,6 +415,14 @@ _otel_collector_term() {{  # pid name: TERM the named step, wait; 1 (and kill it
 
 {drain}
 {set_aside}
+{compress}
+_otel_collector_end_compressing() {{
+    [[ -n "$_otel_collector_compressor" ]] || return 0
+    kill -TERM "$_otel_collector_compressor" 2>/dev/null || :
+    wait "$_otel_collector_compressor" 2>/dev/null || :
+    _otel_collector_compressor=
+}}
+
 _otel_collector_hostnames() {{  # a Slurm node list, one name a line
     if [[ "$1" == *[[,]* ]]; then scontrol show hostnames "$1"; else printf '%s\\n' "$1"; fi
 }}
@@ -454,6 +498,10 @@ otel_collector_start() {{
         echo "otel_collector_start: cannot rename the earlier attempt's zstd files in "{otel_dir}"; is the job directory writable?" >&2
         return 1
     fi
+    if ! _otel_collector_live_files; then
+        echo "otel_collector_start: cannot create the signal files in "{otel_dir}"; is the job directory writable?" >&2
+        return 1
+    fi
     {srun} >>{log} 2>&1 &
     _otel_collector_pid=$!
     local deadline=$((SECONDS + {health_timeout}))
@@ -465,7 +513,9 @@ otel_collector_start() {{
             echo "otel_collector_start: the collector exited (status $status) before it was healthy; "{log}": $(_otel_collector_last_log_line)" >&2
             return 1
         fi
-        _otel_collector_healthy && return 0
+        if _otel_collector_healthy; then
+{compress_start}            return 0
+        fi
         _otel_collector_pause 0.5
     done
     _otel_collector_kill_step
@@ -474,6 +524,16 @@ otel_collector_start() {{
 }}
 
 otel_collector_stop() {{
+    local status=0
+    _otel_collector_end_compressing
+    _otel_collector_stop_collector || status=$?
+    if ! _otel_collector_compress_finished; then
+        echo "otel_collector_stop: cannot compress the files the collector's rotation finished in "{otel_dir}"; they stay JSON lines" >&2
+    fi
+    return "$status"
+}}
+
+_otel_collector_stop_collector() {{
     if [[ -z "$_otel_collector_pid" ]]; then
         echo "otel_collector_stop: no collector was started by otel_collector_start" >&2
         return 1

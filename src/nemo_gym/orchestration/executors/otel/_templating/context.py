@@ -27,7 +27,8 @@ Template variables (documented for override authors):
                 :mod:`.file_compression`; the job step then starts it with the feature gate)
 ``delivery_report``  null, or (``otel.delivery_report``) marker (the resource attribute of the
                 collector's own counters), interval_ms, endpoint (its own OTLP/HTTP metrics URL)
-``rotation``    null, or (``otel.file_rotation``) max_megabytes, max_backups
+``rotation``    null, or max_megabytes, max_backups: ``otel.file_rotation``, else on a line whose
+                files the job step compresses its default (:mod:`.file_compression`)
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from .._common.hosts import connect_host, host_port, is_loopback
 from .._common.version import package_version
 from .._submit.config import SubmitConfig
 from .catalogue import Line, TemplateInfo
-from .file_compression import compresses_files, signal_file_name
+from .file_compression import compresses_files, file_rotation, signal_file_name
 from .scalar import EnvRef, invalid_character
 from .scrape import scrape_jobs, targets_dir
 
@@ -217,5 +218,5 @@ def template_context(
         }
         if otel.delivery_report
         else None,
-        "rotation": dataclasses.asdict(otel.file_rotation) if otel.file_rotation else None,
+        "rotation": dataclasses.asdict(rotation) if (rotation := file_rotation(otel)) else None,
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._common.constants import SIGNALS
+from .._job_dir.disk_queue import possibly_twice
 from .._step.drain import DrainResult, DrainState
 
 _ITEMS = {"traces": "spans", "metrics": "points", "logs": "log records"}
@@ -40,10 +41,7 @@ def outcome_text(job_dir: str, result: DrainResult) -> str:
         line += f"still queued on disk: {left} (is the backend reachable? run drain again)"
     retried = sum(result.retried_after_timeout.values())
     if retried:
-        line += (
-            f"; {retried} request(s) were retried after the backend did not answer in time, "
-            "so the backend may hold their items twice"
-        )
+        line += f"; {possibly_twice(retried)}"
     return line
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .._job_dir.delivery_report import SignalReport
+from .._job_dir.disk_queue import possibly_twice
 from .._job_dir.job_report import read_job_report, telemetry_bytes
 from .._job_dir.scrape_health import TargetHealth
 
@@ -102,6 +103,10 @@ def show_report(job_dir: Path, output: str, log_path: Path | None = None) -> str
         print(json.dumps(report.as_dict(), indent=2))
     else:
         print(_table(report.signals))
+        retried = {r.signal: r.retried_after_timeout for r in report.signals}
+        if any(retried.values()):
+            counts = ", ".join(f"{signal} {n}" for signal, n in retried.items() if n)
+            print(f"backend: {possibly_twice(sum(retried.values()))} ({counts})")
         if report.targets:
             print(_targets_section(report.targets))
     return report.verdict
