@@ -135,7 +135,7 @@ def test_the_readmes_file_example_reads_what_the_collector_wrote(tmp_path: Path)
     job's files, counts the same spans as the test's own reader."""
     readme = (helpers.REPO / "README.md").read_text(encoding="utf-8")
     section = readme.split("## The job's files\n", 1)[1].split("\n## ", 1)[0]
-    (example,) = re.findall(r"```bash\n(.*?)\n```", section, flags=re.DOTALL)
+    example = re.findall(r"```bash\n(.*?)\n```", section, flags=re.DOTALL)[0]
     result = run_job(
         tmp_path, collector_binary("current"), Job("current", ("file",), random_token())
     )

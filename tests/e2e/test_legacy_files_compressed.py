@@ -4,12 +4,14 @@ Collectors before v0.154.0 write JSON lines only; the step compresses each file 
 finished (``_step/finished_files.py``). Here the real legacy collector rotates at 1 MB under
 4 MB of log records, the step's own pass runs once while it writes and once after its stop (as
 the step does), and every record is read back from the compressed files and the live one, by
-``zstd`` itself, by the tests' reader and by ``nemo-gym-otel report``.
+``zstd`` itself, by the tests' reader, by the README's example and by ``nemo-gym-otel report``.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -64,7 +66,7 @@ def test_every_record_is_read_back_from_the_compressed_files(tmp_path: Path) -> 
         collector = Collector(
             life.binary, life.config_path, env, life.job_dir, tmp_path / "c.log", HOST
         )
-        life.step_call("_otel_collector_live_files")  # the step's start, before the collector
+        life.prepare_files()  # as the step's start does, before the collector
         with running(collector):
             collector.wait_healthy()
             for batch in range(BATCHES):
@@ -101,6 +103,19 @@ def test_every_record_is_read_back_from_the_compressed_files(tmp_path: Path) -> 
     want = {f"{b}-{i}-" + "x" * 1000 for b in range(BATCHES) for i in range(RECORDS)}
     assert len(bodies) == len(want) and set(bodies) == want, len(bodies)
     assert len([r for r in life.file_items("logs") if r.body in want]) == len(want)
+    readme = (helpers.REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## The job's files\n", 1)[1].split("\n## ", 1)[0]
+    legacy_example = re.findall(r"```bash\n(.*?)\n```", section, flags=re.DOTALL)[1]
+    shown = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", legacy_example],
+        env={**os.environ, "JOB_DIR": str(life.job_dir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    records = [json.loads(row)["body"]["stringValue"] for row in shown.stdout.splitlines()]
+    assert sorted(records) == sorted(bodies), "the README's example reads other records"
     result = helpers.run_cli(
         "report", life.job_dir, "--format", "json", "--log", tmp_path / "c.log", cwd=tmp_path
     )

@@ -231,7 +231,7 @@ class Life:
         outside.mkdir()
         env = self.collector_env(outside)
         log_path = outside / "collector.log"
-        self.set_aside()
+        self.prepare_files()
         collector = Collector(self.binary, self.config_path, env, self.job_dir, log_path, self.host)
         with running(collector):
             collector.wait_healthy()
@@ -279,10 +279,11 @@ class Life:
         fragment = collector_step_script(self._config(), BENCHMARK, self.job_dir)
         subprocess.run(["bash", "-c", f"{fragment}\n{function}"], check=True, timeout=60)
 
-    def set_aside(self) -> None:
-        """What the job step's start does before it starts the collector: a requeue's earlier
-        zstd files renamed (see ``_step/fresh_files.py``)."""
-        self.step_call("_otel_collector_set_aside")
+    def prepare_files(self) -> None:
+        """What the job step's start does to the job's files before it starts the collector: a
+        requeue's earlier zstd files renamed (``_step/fresh_files.py``), the live files a
+        rotating exporter opens late created (``_step/finished_files.py``)."""
+        self.step_call("_otel_collector_set_aside && _otel_collector_live_files")
 
     def stop_drain(self, env: dict[str, str], log_path: Path) -> int | None:
         """The job step's stop's drain in this job directory (see ``e2e_job.stop_drain``)."""
