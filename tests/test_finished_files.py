@@ -168,15 +168,27 @@ def test_without_the_zstd_command_the_files_stay_as_they_are(
 
 
 def test_the_background_pass_ends_at_once_on_term(example_mapping: dict, otel_dir: Path) -> None:
-    """The stop ends it before its last pass: it must not sit out its 30 s pause."""
+    """The stop ends it before its last pass: neither it nor its 30 s pause may outlive the
+    TERM, also in a batch script under ``set -euo pipefail`` (the README's), where a pause left
+    behind would hold the script's output open for its 30 s."""
     script = _step_bash(example_mapping, otel_dir.parent, collector_version=LEGACY)
-    started = time.monotonic()
-    _run(
-        script,
+    bash = shutil.which("bash")
+    assert bash
+    calls = (
         "_otel_collector_compressing & _otel_collector_compressor=$!\n"
         "_otel_collector_pause 0.5\n"
-        "_otel_collector_end_compressing\n",
+        "_otel_collector_end_compressing\n"
+        "echo ended\n"
     )
+    started = time.monotonic()
+    done = subprocess.run(
+        [bash, "-c", f"set -euo pipefail\n{script}\n{calls}"],
+        capture_output=True,  # returns once every process holding the output has ended
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout == "ended\n"
     assert time.monotonic() - started < 10
 
 

@@ -71,14 +71,15 @@ def compress_functions(otel_dir: PurePosixPath, signals: Iterable[str], max_back
         f"{prune}"
         "    done\n"
         ")\n"
-        "# In the background from the start until TERM (a wait, unlike a read, ends at the TERM).\n"
+        "# In the background from the start until TERM: a wait, unlike a read, ends at the TERM;\n"
+        "# then the pause is ended too (under set -e as well), so nothing holds the script's output.\n"
         "_otel_collector_compressing() {\n"
         "    local stop= pause\n"
         "    trap 'stop=1' TERM\n"
         '    while [[ -z "$stop" ]]; do\n'
         f"        _otel_collector_pause {COMPRESS_EVERY_SECONDS} &\n"
         "        pause=$!\n"
-        '        wait "$pause"\n'
+        '        wait "$pause" || :\n'
         '        kill "$pause" 2>/dev/null || :\n'
         '        [[ -n "$stop" ]] || _otel_collector_compress_finished || :\n'
         "    done\n"
