@@ -12,9 +12,6 @@ Outside CI they skip unless a collector can be built (``tools/build-otelcol LINE
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -133,25 +130,12 @@ def files_hold_sent(result: Result) -> bool:
 def test_the_readmes_file_example_reads_what_the_collector_wrote(tmp_path: Path) -> None:
     """README "The job's files": its ``zstdcat | jq`` example, run as written on a current-line
     job's files, counts the same spans as the test's own reader."""
-    readme = (helpers.REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## The job's files\n", 1)[1].split("\n## ", 1)[0]
-    example = re.findall(r"```bash\n(.*?)\n```", section, flags=re.DOTALL)[0]
     result = run_job(
         tmp_path, collector_binary("current"), Job("current", ("file",), random_token())
     )
-    shown = subprocess.run(
-        ["bash", "-o", "pipefail", "-c", example],
-        env={**os.environ, "JOB_DIR": str(result.job_dir)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    shown = helpers.run_readme_files_example(0, result.job_dir)
     counted = Counter(
-        {
-            name: int(count)
-            for count, name in (row.split(None, 1) for row in shown.stdout.splitlines())
-        }
+        {name: int(count) for count, name in (row.split(None, 1) for row in shown.splitlines())}
     )
     spans = Counter(span.name for span in result.file_items("traces"))
     assert spans and counted == spans, (counted, spans)

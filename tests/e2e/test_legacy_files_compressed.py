@@ -10,8 +10,6 @@ the step does), and every record is read back from the compressed files and the 
 from __future__ import annotations
 
 import json
-import os
-import re
 import secrets
 import shutil
 import subprocess
@@ -103,18 +101,8 @@ def test_every_record_is_read_back_from_the_compressed_files(tmp_path: Path) -> 
     want = {f"{b}-{i}-" + "x" * 1000 for b in range(BATCHES) for i in range(RECORDS)}
     assert len(bodies) == len(want) and set(bodies) == want, len(bodies)
     assert len([r for r in life.file_items("logs") if r.body in want]) == len(want)
-    readme = (helpers.REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## The job's files\n", 1)[1].split("\n## ", 1)[0]
-    legacy_example = re.findall(r"```bash\n(.*?)\n```", section, flags=re.DOTALL)[1]
-    shown = subprocess.run(
-        ["bash", "-o", "pipefail", "-c", legacy_example],
-        env={**os.environ, "JOB_DIR": str(life.job_dir)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    records = [json.loads(row)["body"]["stringValue"] for row in shown.stdout.splitlines()]
+    shown = helpers.run_readme_files_example(1, life.job_dir)  # the legacy line's example
+    records = [json.loads(row)["body"]["stringValue"] for row in shown.splitlines()]
     assert sorted(records) == sorted(bodies), "the README's example reads other records"
     result = helpers.run_cli(
         "report", life.job_dir, "--format", "json", "--log", tmp_path / "c.log", cwd=tmp_path

@@ -8,6 +8,7 @@ repository root is defined here and nowhere else; the benchmarks import it too.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -240,3 +241,19 @@ def staged_submit_case(case: Path, tmp_path: Path, expected: dict[str, Any]) -> 
     shutil.copyfile(case, config)
     job_dir = expected.get("job_dir", "{tmp}/runs/gym-1/aime25").replace("{tmp}", str(tmp_path))
     return config, job_dir
+
+
+def run_readme_files_example(index: int, job_dir: Path) -> str:
+    """The output of the README's ``index``-th bash example under "The job's files", run as
+    written (``pipefail``, so a failing reader fails it) with ``JOB_DIR`` set to ``job_dir``."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## The job's files\n", 1)[1].split("\n## ", 1)[0]
+    example = re.findall(r"```bash\n(.*?)\n```", section, flags=re.DOTALL)[index]
+    return subprocess.run(
+        ["bash", "-o", "pipefail", "-c", example],
+        env={**os.environ, "JOB_DIR": str(job_dir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
