@@ -12,6 +12,7 @@ the load generator's scope: the collector adds its own (span metrics, scrapes).
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections import Counter
@@ -129,19 +130,23 @@ def _json_items(signal: str, line: bytes) -> int:
 
 class _Tail:
     """The whole lines appended to one signal file since the last look, decompressed where the
-    collector writes zstd (a stream of frames, the last one growing until its flush)."""
+    collector writes zstd (a stream of frames, the last one growing until its flush).
+
+    It follows the file exporter's rotation, which renames the file and begins a new one under
+    the same name: the open handle still reads the renamed file to its end (also once the job
+    step compressed and removed it), then the tail moves on to the new file from its start."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._offset = 0
-        self._pending = b""  # the start of a line still being written
-        self._zstd = ZstdFrames() if path.suffix == ".zst" else None
+        self._open()
 
-    def read(self) -> bytes:
-        with self.path.open("rb") as handle:
-            handle.seek(self._offset)
-            data = handle.read()
-        self._offset += len(data)
+    def _open(self) -> None:
+        self._handle = self.path.open("rb")
+        self._pending = b""  # the start of a line still being written
+        self._zstd = ZstdFrames() if self.path.suffix == ".zst" else None
+
+    def _appended(self) -> bytes:
+        data = self._handle.read()
         if self._zstd is not None:
             data = self._zstd.decompress(data)
         data = self._pending + data
@@ -149,10 +154,28 @@ class _Tail:
         self._pending = data[cut:]
         return data[:cut]
 
+    def _rotated(self) -> bool:
+        try:
+            return self.path.stat().st_ino != os.fstat(self._handle.fileno()).st_ino
+        except FileNotFoundError:  # between the rename and the new file
+            return False
+
+    def read(self) -> bytes:
+        data = self._appended()
+        if self._rotated():
+            data += self._appended()  # what the writer added before it closed the file
+            self._handle.close()
+            self._open()
+            data += self._appended()
+        return data
+
+    def close(self) -> None:
+        self._handle.close()
+
 
 class FileCounter:
     """The items in ``<otel dir>/<signal>.jsonl`` (or ``.jsonl.zst``), from what was appended
-    since the last look.
+    since the last look, the files its rotation renamed included.
 
     ``poll`` is cheap enough to run every 100 ms while the collector writes: it reads the whole
     lines appended since, keeps those that hold the generator's scope (a byte search) and notes
@@ -186,3 +209,7 @@ class FileCounter:
             self.items[signal] += sum(_json_items(signal, line) for line in lines)
             lines.clear()
         return dict(self.items)
+
+    def close(self) -> None:
+        for tail in self._tails.values():
+            tail.close()

@@ -319,6 +319,7 @@ class Rig:
         write_targets(config, "aime25", job_dir)
         self.job_dir = job_dir
         self.files = FileCounter(self.config_path.parent)
+        self._stack.callback(self.files.close)
         host = self.otel.get("listen_host", "localhost")
         if host == "localhost":  # an address of its own is not shared with other collectors
             _wait_ports_free((OTLP_GRPC_PORT, OTLP_HTTP_PORT, COLLECTOR_HEALTH_PORT))

@@ -28,6 +28,7 @@ backend behind the routing proxy's contract).
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import statistics
@@ -41,7 +42,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from nemo_gym.orchestration.executors.otel import OTLP_HTTP_PORT, collector_step_script
+from nemo_gym.orchestration.executors.otel import (
+    OTLP_HTTP_PORT,
+    collector_step,
+    collector_step_script,
+)
+from nemo_gym.orchestration.executors.otel._common.constants import SIGNALS as STEP_SIGNALS
 from nemo_gym.orchestration.executors.otel._job_dir.delivery_report import signal_files
 
 from ._otlp_sink import SIGNALS
@@ -406,8 +412,13 @@ def _growth(
 def _step_compression(rig: Rig) -> tuple[dict[str, int], dict[str, int], float] | None:
     """Where the job step compresses the rotation's finished files (the legacy line): its own
     pass over them, run once: their bytes before and after, and the CPU seconds it took."""
-    otel_dir = rig.config_path.parent
-    finished = {s: sorted(otel_dir.glob(f"{s}-*.jsonl")) for s in SIGNALS}
+    step = collector_step(rig.config, "aime25", rig.job_dir)
+    if not step.finished_files:
+        return None
+    finished = {
+        s: sorted(map(Path, glob.glob(pattern)))
+        for s, pattern in zip(STEP_SIGNALS, step.finished_files, strict=True)
+    }
     if not any(finished.values()):
         return None
     plain = {s: sum(p.stat().st_size for p in paths) for s, paths in finished.items()}

@@ -9,6 +9,7 @@ legacy collector rotating under load and the report reading the result are in
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 import zstandard
+from support import helpers
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors.otel import (
@@ -142,13 +144,38 @@ def test_beyond_max_backups_the_oldest_compressed_files_go(
     )
     for minute in (1, 2, 3):
         _finished(otel_dir, "metrics", minute, 1)
+    _finished(otel_dir, "traces", 1, 1)  # each signal counts its own
     _run(script, "_otel_collector_compress_finished")
     _finished(otel_dir, "metrics", 4, 1)
     _run(script, "_otel_collector_compress_finished")
     assert sorted(p.name for p in otel_dir.iterdir()) == [
         "metrics-2026-12-04T10-03-00.000.jsonl.zst",
         "metrics-2026-12-04T10-04-00.000.jsonl.zst",
+        "traces-2026-12-04T10-01-00.000.jsonl.zst",
     ]
+
+
+@pytest.mark.parametrize("finished", [0, 2], ids=["shorter than one rotation", "rotated twice"])
+def test_the_readmes_legacy_example_reads_every_log_record_once_in_order(
+    example_mapping: dict, otel_dir: Path, finished: int
+) -> None:
+    """The README's second example under "The job's files", as written, on what the step leaves:
+    the compressed finished files, oldest first, then the live file."""
+    script = _step_bash(example_mapping, otel_dir.parent, collector_version=LEGACY)
+    records = []
+    for minute in range(1, finished + 1):
+        batch = [{"body": {"stringValue": f"minute {minute} record {i}"}} for i in range(3)]
+        records += batch
+        line = json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": batch}]}]})
+        (otel_dir / f"logs-2026-12-04T10-{minute:02d}-00.000.jsonl").write_text(line + "\n")
+    live = [{"body": {"stringValue": "live"}}]
+    records += live
+    line = json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": live}]}]})
+    (otel_dir / "logs.jsonl").write_text(line + "\n")
+    _run(script, "_otel_collector_compress_finished")
+    assert len(list(otel_dir.glob("logs-*.jsonl.zst"))) == finished
+    shown = helpers.run_readme_files_example(1, otel_dir.parent)
+    assert [json.loads(row) for row in shown.splitlines()] == records
 
 
 def test_without_the_zstd_command_the_files_stay_as_they_are(

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .._common.constants import DELIVERY_REPORT_MARKER, SIGNAL_FILE_SUFFIX, SIGNALS, ZSTD_SUFFIX
+from .._templating.file_compression import finished_file_glob
 from .collector_log import CollectorLog
 from .disk_queue import DiskQueue
 from .scrape_health import ScrapeHealth
@@ -63,7 +64,7 @@ def signal_files(otel_dir: Path, signal: str) -> list[Path]:
     plain live file is named when nothing exists, so that its absence is reported."""
     plain = otel_dir / f"{signal}{SIGNAL_FILE_SUFFIX}"
     zstd = plain.with_name(plain.name + ZSTD_SUFFIX)
-    finished = f"{signal}-*{SIGNAL_FILE_SUFFIX}"
+    finished = finished_file_glob(signal)
     rotated = [
         *sorted([*otel_dir.glob(finished), *otel_dir.glob(finished + ZSTD_SUFFIX)]),
         *sorted(otel_dir.glob(f"{signal}{SIGNAL_FILE_SUFFIX}-*{ZSTD_SUFFIX}")),

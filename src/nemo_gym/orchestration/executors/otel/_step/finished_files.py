@@ -20,7 +20,8 @@ import shlex
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
-from .._common.constants import SIGNAL_FILE_SUFFIX, ZSTD_SUFFIX
+from .._common.constants import ZSTD_SUFFIX
+from .._templating.file_compression import finished_file_glob, signal_file_name
 
 COMPRESS_EVERY_SECONDS = 30
 PART_SUFFIX = ".part"
@@ -28,7 +29,13 @@ PART_SUFFIX = ".part"
 
 def finished_file_globs(otel_dir: PurePosixPath, signals: Iterable[str]) -> tuple[str, ...]:
     """The names a rotation gives the files it finished, as globs."""
-    return tuple(str(otel_dir / f"{signal}-*{SIGNAL_FILE_SUFFIX}") for signal in signals)
+    return tuple(str(otel_dir / finished_file_glob(signal)) for signal in signals)
+
+
+def _shell_glob(otel_dir: PurePosixPath, pattern: str) -> str:
+    """``otel_dir``/``pattern`` for bash: everything quoted but the pattern's ``*``, so a job
+    directory holding ``*`` (or quotes, ``$``) is only ever a literal path."""
+    return f"{shlex.quote(str(otel_dir))}/" + "*".join(shlex.quote(p) for p in pattern.split("*"))
 
 
 def compress_functions(otel_dir: PurePosixPath, signals: Iterable[str], max_backups: int) -> str:
@@ -37,17 +44,23 @@ def compress_functions(otel_dir: PurePosixPath, signals: Iterable[str], max_back
     ``otel_dir``) and ``_otel_collector_compressing`` (a pass every ``COMPRESS_EVERY_SECONDS``
     until TERM) of the job step's fragment."""
     q = shlex.quote
+    signals = tuple(signals)
+    finished = " ".join(_shell_glob(otel_dir, finished_file_glob(s)) for s in signals)
     prune = (
         ""
         if max_backups == 0
-        else (
-            f'        done=({q(str(otel_dir))}/"$signal"-*"$suffix$zst")\n'
-            f"        for ((i = 0; i < ${{#done[@]}} - {max_backups}; i++)); do\n"
-            '            rm -f -- "${done[i]}"\n'
-            "        done\n"
+        else "    keep_newest() {  # all but the newest $1 files after it go (globs sort by time)\n"
+        "        local keep=$1\n"
+        "        shift\n"
+        '        (($# <= keep)) || rm -f -- "${@:1:$# - keep}"\n'
+        "    }\n"
+        + "".join(
+            f"    keep_newest {max_backups} "
+            f"{_shell_glob(otel_dir, finished_file_glob(signal) + ZSTD_SUFFIX)}\n"
+            for signal in signals
         )
     )
-    live = " ".join(f"{q(str(otel_dir / f'{signal}{SIGNAL_FILE_SUFFIX}'))}" for signal in signals)
+    live = " ".join(q(str(otel_dir / signal_file_name(s, compressed=False))) for s in signals)
     return (
         "_otel_collector_live_files() {  # the exporters' files, opened only at the first item\n"
         "    local file\n"
@@ -60,16 +73,12 @@ def compress_functions(otel_dir: PurePosixPath, signals: Iterable[str], max_back
         "_otel_collector_compress_finished() (\n"
         "    shopt -s nullglob\n"
         "    command -v zstd >/dev/null 2>&1 || exit 0\n"
-        f"    local signal file i suffix={q(SIGNAL_FILE_SUFFIX)} zst={q(ZSTD_SUFFIX)} "
-        f"part={q(PART_SUFFIX)}\n"
-        "    local -a done\n"
-        f"    for signal in {' '.join(q(s) for s in signals)}; do\n"
-        f'        for file in {q(str(otel_dir))}/"$signal"-*"$suffix"; do\n'
-        '            zstd -q -f -o "$file$zst$part" -- "$file" &&\n'
-        '                mv -f -- "$file$zst$part" "$file$zst" && rm -f -- "$file" || exit 1\n'
-        "        done\n"
-        f"{prune}"
+        f"    local file zst={q(ZSTD_SUFFIX)} part={q(PART_SUFFIX)}\n"
+        f"    for file in {finished}; do\n"
+        '        zstd -q -f -o "$file$zst$part" -- "$file" &&\n'
+        '            mv -f -- "$file$zst$part" "$file$zst" && rm -f -- "$file" || exit 1\n'
         "    done\n"
+        f"{prune}"
         ")\n"
         "# In the background from the start until TERM: a wait, unlike a read, ends at the TERM;\n"
         "# then the pause is ended too (under set -e as well), so nothing holds the script's output.\n"

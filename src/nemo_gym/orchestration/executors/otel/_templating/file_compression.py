@@ -57,6 +57,13 @@ def signal_file_name(signal: str, compressed: bool) -> str:
     return f"{signal}{SIGNAL_FILE_SUFFIX}{ZSTD_SUFFIX if compressed else ''}"
 
 
+def finished_file_glob(signal: str) -> str:
+    """The names a rotation gives a signal's files as it finishes them (``<signal>-<UTC
+    time>.jsonl``), as a glob; the step's compressed copies add ``ZSTD_SUFFIX``. The one place
+    the name is spelled: the step's bash, the step's data and ``report`` all read it here."""
+    return f"{signal}-*{SIGNAL_FILE_SUFFIX}"
+
+
 def gate_arguments(compressed: bool) -> tuple[str, ...]:
     """The collector's command-line arguments for a config whose file exporters do (not)
     compress. The gate is registered by the file exporter, so it is passed only where one is."""
