@@ -132,18 +132,21 @@ class _Tail:
     """The whole lines appended to one signal file since the last look, decompressed where the
     collector writes zstd (a stream of frames, the last one growing until its flush).
 
-    It follows the file exporter's rotation, which renames the file and begins a new one under
-    the same name: the open handle still reads the renamed file to its end (also once the job
-    step compressed and removed it), then the tail moves on to the new file from its start."""
+    It follows the file exporter's rotation, which renames the file ``<stem>-<UTC
+    time><suffix>`` and begins a new one under the old name, as often as it did since the last
+    look (a 10-minute step rotates many times before the next): the open handle reads the file it
+    holds to its end, then every file finished after it, oldest first, then the new live file
+    from its start. A finished file removed before the look (the job step compresses the legacy
+    line's) is not found; the benchmarks count before that."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._open()
+        self._open(path)
 
-    def _open(self) -> None:
-        self._handle = self.path.open("rb")
+    def _open(self, path: Path) -> None:
+        self._handle = path.open("rb")
         self._pending = b""  # the start of a line still being written
-        self._zstd = ZstdFrames() if self.path.suffix == ".zst" else None
+        self._zstd = ZstdFrames() if path.suffix == ".zst" else None
 
     def _appended(self) -> bytes:
         data = self._handle.read()
@@ -154,18 +157,30 @@ class _Tail:
         self._pending = data[cut:]
         return data[:cut]
 
+    def _inode(self) -> int:
+        return os.fstat(self._handle.fileno()).st_ino
+
     def _rotated(self) -> bool:
         try:
-            return self.path.stat().st_ino != os.fstat(self._handle.fileno()).st_ino
+            return self.path.stat().st_ino != self._inode()
         except FileNotFoundError:  # between the rename and the new file
             return False
 
+    def _finished_after(self, inode: int) -> list[Path]:
+        """The files the rotation finished after the one ``inode`` names, oldest first (the time
+        in their names sorts as text)."""
+        finished = sorted(self.path.parent.glob(f"{self.path.stem}-*{self.path.suffix}"))
+        inodes = [path.stat().st_ino for path in finished]
+        return finished[inodes.index(inode) + 1 :] if inode in inodes else []
+
     def read(self) -> bytes:
         data = self._appended()
-        if self._rotated():
-            data += self._appended()  # what the writer added before it closed the file
+        if not self._rotated():
+            return data
+        data += self._appended()  # what the writer added before it closed the file
+        for path in [*self._finished_after(self._inode()), self.path]:
             self._handle.close()
-            self._open()
+            self._open(path)
             data += self._appended()
         return data
 

@@ -50,6 +50,7 @@ from nemo_gym.orchestration.executors.otel import (
 )
 from nemo_gym.orchestration.executors.otel._render.rendering import render_unchecked
 
+from ._memory_cgroup import MemoryCgroup
 from ._otlp_sink import SIGNALS, CountingBackend, FileCounter
 from ._stats import Sample
 
@@ -77,6 +78,7 @@ DRAIN_HELD_SECONDS = 2.0
 DRAIN_QUIET_SECONDS = 1.5  # nothing new arrived for this long: all that will come is in
 DRAIN_MAX_SECONDS = 20.0
 SAMPLE_SECONDS = 0.1
+MAPPED_SAMPLE_SECONDS = 1.0
 BUILD_WAIT_SECONDS = 1200
 PORT_WAIT_SECONDS = 60
 GENERATOR_START_SECONDS = 60
@@ -182,7 +184,9 @@ class Sampler:
 
     def __init__(self, pid: int) -> None:
         self._process = psutil.Process(pid)
+        self._mapped_from: Path | None = None
         self.anon_peak = 0
+        self.mapped_peak = 0
         self.samples: list[tuple[float, float, int]] = []  # (monotonic, cpu seconds, rss)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -196,10 +200,28 @@ class Sampler:
         self.anon_peak = max(self.anon_peak, memory.rss - memory.shared)
         return time.monotonic(), times.user + times.system, memory.rss
 
+    def watch_mapped(self, folder: Path) -> None:
+        """From now on, also the RSS of the files the collector maps from ``folder`` (the disk
+        queue's database), every ``MAPPED_SAMPLE_SECONDS``: reading the mappings is too slow for
+        every sample, and only the outages ask (the cost runs compare CPU without it)."""
+        self._mapped_from = folder
+
+    def _mapped(self) -> int:
+        assert self._mapped_from is not None
+        return sum(
+            region.rss
+            for region in self._process.memory_maps(grouped=True)
+            if Path(region.path).is_relative_to(self._mapped_from)
+        )
+
     def _run(self) -> None:
+        next_mapped = 0.0
         while not self._stop.wait(SAMPLE_SECONDS):
             try:
                 self.samples.append(self.now())
+                if self._mapped_from is not None and time.monotonic() >= next_mapped:
+                    self.mapped_peak = max(self.mapped_peak, self._mapped())
+                    next_mapped = time.monotonic() + MAPPED_SAMPLE_SECONDS
             except psutil.Error:
                 return
 
@@ -244,11 +266,15 @@ class Rig:
         otel: dict[str, Any] | None = None,
         template_dirs: list[Path] | None = None,
         unchecked: bool = False,
+        memory_limit: int | None = None,
     ):
         """``otel``: keys set in the example's ``otel`` section besides the rig's own;
         ``template_dirs``: override templates to render with; ``unchecked``: render them
-        without the package's checks (a layout kept only to be measured against)."""
+        without the package's checks (a layout kept only to be measured against);
+        ``memory_limit``: bytes of a memory cgroup the collector runs in (``cgroup``)."""
         self.template_dirs, self.unchecked = template_dirs, unchecked
+        self.memory_limit = memory_limit
+        self.cgroup: MemoryCgroup | None = None
         self.binary, self.line, self.combination = binary, line, combination
         self.root, self.generator = root, generator
         self.otel = otel or {}
@@ -331,8 +357,13 @@ class Rig:
             config.otel.token_env: self.token,
             "SLURM_JOB_ID": "4242",
         }
+        prefix: tuple[str, ...] = ()
+        if self.memory_limit is not None:
+            self.cgroup = MemoryCgroup.create(f"nemo-gym-otel-{self.root.name}", self.memory_limit)
+            self._stack.callback(self.cgroup.remove)  # runs last, once the collector is gone
+            prefix = self.cgroup.command_prefix()
         collector = Collector(
-            self.binary, self.config_path, env, job_dir, self.root / "collector.log", host
+            self.binary, self.config_path, env, job_dir, self.root / "collector.log", host, prefix
         )
         self.collector = collector
         self._stack.callback(collector.kill)

@@ -11,7 +11,10 @@ backend behind the routing proxy's contract).
   collector's RSS is sampled every 100 ms throughout; the files and the backend are counted at
   the end. What the backend kept from the outage, divided by the load's rate, is how long an
   outage the backend path bridges without loss; and the collector's log, in bytes per hour of
-  the outage (the exporters log their failed attempts at the default level, info).
+  the outage (the exporters log their failed attempts at the default level, info). Then the
+  same four again with the collector in a memory cgroup of 256 MiB (``_memory_cgroup.py``; where
+  this machine can make one): whether it does its work within the bound a Slurm step limited in
+  memory gets, and how much of the disk queue's mapped database stays resident there.
 - **The job ends during the outage**: the same outage (black hole), then the job's end in it: a
   stop (TERM) or SIGKILL; then the backend comes back and ``nemo-gym-otel drain`` sends what the
   disk queue holds. Counted against what the collector accepted (the backend's counts; the
@@ -47,9 +50,11 @@ from nemo_gym.orchestration.executors.otel import (
     collector_step,
     collector_step_script,
 )
+from nemo_gym.orchestration.executors.otel._common.constants import QUEUE_DIR_NAME
 from nemo_gym.orchestration.executors.otel._common.constants import SIGNALS as STEP_SIGNALS
 from nemo_gym.orchestration.executors.otel._job_dir.delivery_report import signal_files
 
+from ._memory_cgroup import MemoryCgroup
 from ._otlp_sink import SIGNALS
 from .collector_load import (
     DEFAULT_COMBINATION,
@@ -126,6 +131,14 @@ END_HOSTS = {
 }
 BACKLOG_SECONDS = 10
 KILL_AFTER_SECONDS = 2.5  # the last batches reach the disk queue
+# The same outages with the collector in a memory cgroup of the RSS goal's size, as a Slurm step
+# bounded in memory runs it (benchmarks/_memory_cgroup.py): run after the others, side by side.
+BOUNDED_HOSTS = {
+    ("current", "503"): "127.0.0.74",
+    ("current", "black_hole"): "127.0.0.75",
+    ("legacy", "503"): "127.0.0.76",
+    ("legacy", "black_hole"): "127.0.0.77",
+}
 
 
 @contextmanager
@@ -136,6 +149,7 @@ def _rig(
     otel: dict[str, Any] | None = None,
     host: str = HOST,
     template_dirs: list[Path] | None = None,
+    memory_limit: int | None = None,
 ) -> Iterator[Rig]:
     with (
         tempfile.TemporaryDirectory(prefix="nemo-gym-otel-long-") as root,
@@ -148,16 +162,22 @@ def _rig(
             {**(otel or {}), "listen_host": host},
             template_dirs,
             unchecked=template_dirs == [ORIGINAL_LAYOUT],
+            memory_limit=memory_limit,
         ) as rig,
     ):
         yield rig
 
 
 @contextmanager
-def _backend_rig(binary: Path, line: str, host: str) -> Iterator[Rig]:
+def _backend_rig(
+    binary: Path, line: str, host: str, memory_limit: int | None = None
+) -> Iterator[Rig]:
     """A rig with a backend, on ``host`` with a load generator of its own."""
     generator = Generator(f"http://{host}:{OTLP_HTTP_PORT}")
-    with contextlib.closing(generator), _rig(binary, line, generator, host=host) as rig:
+    with (
+        contextlib.closing(generator),
+        _rig(binary, line, generator, host=host, memory_limit=memory_limit) as rig,
+    ):
         yield rig
 
 
@@ -165,11 +185,16 @@ def _total(steps: list[Step], field: str) -> dict[str, int]:
     return {s: sum(getattr(step, field).get(s, 0) for step in steps) for s in SIGNALS}
 
 
-def _outage(binary: Path, line: str, mode: str, quick: bool) -> dict[str, Any]:
+def _outage(
+    binary: Path, line: str, mode: str, quick: bool, memory_limit: int | None = None
+) -> dict[str, Any]:
+    """A backend outage at the load and the recovery after it; ``memory_limit``: in a memory
+    cgroup of that many bytes."""
     outage_s = OUTAGE_SECONDS[quick]
-    host = OUTAGE_HOSTS[line, mode]
-    with _backend_rig(binary, line, host) as rig:
+    host = (OUTAGE_HOSTS if memory_limit is None else BOUNDED_HOSTS)[line, mode]
+    with _backend_rig(binary, line, host, memory_limit) as rig:
         assert rig.backend is not None
+        rig.sampler.watch_mapped(rig.job_dir / "otel" / QUEUE_DIR_NAME)
         warm_base = rig._arrived()
         warm = rig.step(LARGE_JOB, WARMUP_SECONDS)
         log = rig.root / "collector.log"
@@ -186,6 +211,15 @@ def _outage(binary: Path, line: str, mode: str, quick: bool) -> dict[str, Any]:
             (s[2] for s in rig.sampler.between(settle_start, time.monotonic())), default=0
         )
         late, _ = rig._arrived()  # what the retries delivered after the recovery's step
+        bound = (
+            None
+            if rig.cgroup is None or memory_limit is None
+            else {
+                "limit_mib": memory_limit / MIB,
+                "peak_mib": rig.cgroup.peak_bytes() / MIB,
+                "oom_kills": rig.cgroup.oom_kills(),
+            }
+        )
         steps = [warm, during, after]
         accepted = _total(steps, "accepted")
         files = {s: sum(st.delivered["files"].get(s, 0) for st in steps) for s in SIGNALS}
@@ -219,11 +253,14 @@ def _outage(binary: Path, line: str, mode: str, quick: bool) -> dict[str, Any]:
         "outage_bridged_seconds": bridged,
         "cores_during_outage": during.cores,
         "peak_anonymous_mib": rig.sampler.anon_peak / MIB,
+        "peak_queue_mapped_mib": rig.sampler.mapped_peak / MIB,
         "queue_bytes_at_end": queue_at_end,
         "log_bytes_per_hour_during_outage": log_grown / outage_s * 3600,
+        "memory_cgroup": bound,
     }
     _log(
-        f"{line} {mode}: peak RSS {max(result['peak_rss_mib'].values()):.0f} MiB, "
+        f"{line} {mode}{'' if bound is None else f' (memory cgroup {bound})'}: "
+        f"peak RSS {max(result['peak_rss_mib'].values()):.0f} MiB, "
         f"collector.log {result['log_bytes_per_hour_during_outage'] / 1e6:.2f} MB/h in the outage, "
         f"lost at files {result['lost_at_files']}, at backend {result['lost_at_backend']}, "
         f"bridged {', '.join(f'{s} {v:.0f}s' for s, v in bridged.items())}"
@@ -232,7 +269,7 @@ def _outage(binary: Path, line: str, mode: str, quick: bool) -> dict[str, Any]:
 
 
 def _queue_bytes(otel_dir: Path) -> int:
-    return sum(p.stat().st_size for p in (otel_dir / "queue").glob("*") if p.is_file())
+    return sum(p.stat().st_size for p in (otel_dir / QUEUE_DIR_NAME).glob("*") if p.is_file())
 
 
 def _drain(rig: Rig, binary: Path) -> tuple[float, dict[str, Any]]:
@@ -437,6 +474,25 @@ def _step_compression(rig: Rig) -> tuple[dict[str, int], dict[str, int], float] 
     return plain, packed, cpu
 
 
+def _bounded_outages(
+    binaries: dict[str, Path], quick: bool
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The outages with the collector in a memory cgroup of the RSS goal's size, side by side;
+    none, and why, where this machine cannot make one."""
+    limit = RSS_GOAL_MIB * MIB
+    try:
+        MemoryCgroup.create("nemo-gym-otel-probe", limit).remove()
+    except RuntimeError as error:
+        _log(f"outages in a memory cgroup not measured: {error}")
+        return [], str(error)
+    with ThreadPoolExecutor(len(BOUNDED_HOSTS)) as pool:
+        futures = [
+            pool.submit(_outage, binaries[line], line, mode, quick, limit)
+            for line, mode in BOUNDED_HOSTS
+        ]
+        return [future.result() for future in futures], None
+
+
 def _rows(
     outages: list[dict[str, Any]],
     growth: list[dict[str, Any]],
@@ -470,11 +526,19 @@ def _rows(
         bridged = ", ".join(
             f"{ITEM_NAMES[s]} {o['outage_bridged_seconds'][s]:.0f} s" for s in SIGNALS
         )
+        bound = o["memory_cgroup"]
+        where = "" if bound is None else f" in a {bound['limit_mib']:.0f} MiB memory cgroup"
+        charged = (
+            ""
+            if bound is None
+            else f"cgroup peak {bound['peak_mib']:.0f} MiB, OOM kills {bound['oom_kills']}; "
+        )
         rows.append(
             (
-                f"outage {o['outage_seconds']} s ({o['mode']}), {o['line']}",
-                f"peak RSS {peak:.0f} MiB (goal < {RSS_GOAL_MIB}; anonymous "
-                f"{o['peak_anonymous_mib']:.0f} MiB), queue {o['queue_bytes_at_end'] / MIB:.0f} MiB "
+                f"outage {o['outage_seconds']} s ({o['mode']}){where}, {o['line']}",
+                f"{charged}peak RSS {peak:.0f} MiB (goal < {RSS_GOAL_MIB}; anonymous "
+                f"{o['peak_anonymous_mib']:.0f} MiB, the queue's mapped pages "
+                f"{o['peak_queue_mapped_mib']:.0f} MiB), queue {o['queue_bytes_at_end'] / MIB:.0f} MiB "
                 f"on disk, files lost {lost_files}, "
                 f"backend lost {lost}; bridged {bridged}; collector.log "
                 f"{o['log_bytes_per_hour_during_outage'] / 1e6:.2f} MB/h in the outage",
@@ -576,7 +640,8 @@ def long_jobs(quick: bool) -> dict[str, Any]:
         ]
         outages = [future.result() for future in futures]
         ends = [future.result() for future in end_futures]
-    rows = _rows(outages, growth, ends, backlogs) + [
+    bounded, unbounded_why = _bounded_outages(binaries, quick)
+    rows = _rows([*outages, *bounded], growth, ends, backlogs) + [
         (
             f"{first} vs {second}, {factor} ({COST_LINE}; goal <= 1.2)",
             f"CPU {c['cores'][first]:.3f} vs {c['cores'][second]:.3f} cores "
@@ -591,6 +656,7 @@ def long_jobs(quick: bool) -> dict[str, Any]:
     ]
     return {
         "outages": outages,
+        "outages_in_a_memory_cgroup": bounded or unbounded_why,
         "job_ends_in_outage": ends,
         "backlogs": backlogs,
         "growth": growth,

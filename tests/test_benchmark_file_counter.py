@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import zstandard
+
 from benchmarks._otlp_load import SCOPE
 from benchmarks._otlp_sink import FileCounter
 
@@ -34,7 +36,25 @@ def test_items_written_before_and_after_a_rotation_are_all_counted(tmp_path: Pat
     finished.unlink()  # the step compressed it and removed the plain file
     with live.open("a") as handle:
         handle.write(_line(6))
+    for minute in (1, 2):  # two rotations before the next look
+        live.rename(tmp_path / f"traces-2026-12-05T02-0{minute}-00.000.jsonl")
+        live.write_text(_line(10 * minute))
     try:
-        assert counter.count()["traces"] == 3 + 4 + 5 + 6
+        assert counter.count()["traces"] == 3 + 4 + 5 + 6 + 10 + 20
+    finally:
+        counter.close()
+
+
+def test_the_current_lines_rotated_zstd_streams_are_followed_too(tmp_path: Path) -> None:
+    """``traces.jsonl.zst`` rotates into ``traces.jsonl-<UTC time>.zst``, each a stream."""
+    live = tmp_path / "traces.jsonl.zst"
+    live.write_bytes(zstandard.ZstdCompressor().compress(_line(2).encode()))
+    counter = FileCounter(tmp_path)
+    counter.poll()
+    for minute, spans in ((1, 3), (2, 4)):
+        live.rename(tmp_path / f"traces.jsonl-2026-12-05T02-0{minute}-00.000.zst")
+        live.write_bytes(zstandard.ZstdCompressor().compress(_line(spans).encode()))
+    try:
+        assert counter.count()["traces"] == 2 + 3 + 4
     finally:
         counter.close()

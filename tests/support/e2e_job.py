@@ -273,13 +273,16 @@ class Collector:
         cwd: Path,
         log_path: Path,
         host: str = "localhost",
+        command_prefix: tuple[str, ...] = (),
     ) -> None:
+        """``command_prefix``: a command that runs first and execs the collector's (the
+        benchmarks' memory cgroup), so the process keeps its pid."""
         self.log_path = log_path
         self.host = host
         self.exit_seconds: float | None = None  # from TERM to exit, once stopped
         self._log = log_path.open("wb")
         self.process = subprocess.Popen(
-            collector_command(binary, config_path),
+            [*command_prefix, *collector_command(binary, config_path)],
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
