@@ -3,7 +3,8 @@
 Since the legacy line rotates by default (and the step compresses and removes what the rotation
 finished), a counter that reread ``<signal>.jsonl`` by name would miss everything the rotation
 took away and report it lost: the outage benchmark did, for 1.2 million spans. Here the
-rotation as the exporter does it (rename, then a new file under the old name) between two looks.
+rotation as the exporter does it (rename, then a new file under the old name), once and then
+twice between two looks (a 10-minute step rotates many times before the next).
 """
 
 from __future__ import annotations
