@@ -4,12 +4,13 @@ The disk queue's database is read through ``mmap``, so the collector's RSS also 
 queue's pages it read: clean page cache, which the kernel reclaims only when memory is short.
 Unbounded, a long backlog's readback shows 650-850 MiB of RSS. In a cgroup with a memory limit
 (what a Slurm step gets under ``task/cgroup`` with ``ConstrainRAMSpace``) memory is short at the
-limit, and the kernel reclaims those pages first. The benchmarks put the collector in such a
+limit, and the kernel reclaims page cache, those pages among it. The benchmarks put the collector in such a
 bound to see whether it does its work there: everything delivered, no OOM kill.
 
 Creating a cgroup needs root and either cgroup v1's memory controller or cgroup v2 with the
-memory controller available to the benchmark's own cgroup; otherwise ``create`` says why, and
-the benchmark reports that instead of a figure.
+memory controller already enabled for the children of the benchmark's own cgroup (this does not
+change the machine's cgroup setup); otherwise ``create`` says why, and the benchmark reports
+that instead of a figure.
 """
 
 from __future__ import annotations
@@ -48,14 +49,17 @@ class MemoryCgroup:
             if v2_path is None or not (CGROUP_ROOT / "cgroup.controllers").exists():
                 raise RuntimeError("no memory cgroup controller on this machine")
             parent, v1 = CGROUP_ROOT / v2_path.lstrip("/"), False
+            enabled = (parent / "cgroup.subtree_control").read_text().split()
+            if "memory" not in enabled:
+                raise RuntimeError(f"the memory controller is not enabled for {parent}'s children")
         path = parent / name
         try:
-            if not v1:
-                (parent / "cgroup.subtree_control").write_text("+memory")
             path.mkdir()
             limit_file = "memory.limit_in_bytes" if v1 else "memory.max"
             (path / limit_file).write_text(str(limit_bytes))
         except OSError as error:
+            if path.is_dir():  # made, but refused its limit
+                path.rmdir()
             raise RuntimeError(f"cannot create a memory cgroup in {parent}: {error}") from None
         return cls(path, v1)
 
