@@ -4,8 +4,9 @@ The disk queue's database is read through ``mmap``, so the collector's RSS also 
 queue's pages it read: clean page cache, which the kernel reclaims only when memory is short.
 Unbounded, a long backlog's readback shows 650-850 MiB of RSS. In a cgroup with a memory limit
 (what a Slurm step gets under ``task/cgroup`` with ``ConstrainRAMSpace``) memory is short at the
-limit, and the kernel reclaims page cache, those pages among it. The benchmarks put the collector in such a
-bound to see whether it does its work there: everything delivered, no OOM kill.
+limit, and the kernel reclaims page cache, those pages among it. The benchmarks put the
+collector in such a bound to see whether it does its work there: everything delivered, no OOM
+kill.
 
 Creating a cgroup needs root and either cgroup v1's memory controller or cgroup v2 with the
 memory controller already enabled for the children of the benchmark's own cgroup (this does not
@@ -36,6 +37,7 @@ def _own_cgroup(controller: str) -> str | None:
 class MemoryCgroup:
     path: Path
     v1: bool  # cgroup v1's memory controller, else v2
+    limit_bytes: int
 
     @classmethod
     def create(cls, name: str, limit_bytes: int) -> MemoryCgroup:
@@ -61,7 +63,7 @@ class MemoryCgroup:
             if path.is_dir():  # made, but refused its limit
                 path.rmdir()
             raise RuntimeError(f"cannot create a memory cgroup in {parent}: {error}") from None
-        return cls(path, v1)
+        return cls(path, v1, limit_bytes)
 
     def command_prefix(self) -> tuple[str, ...]:
         """Runs first, joins the cgroup and execs the command after it (same pid), so that

@@ -213,9 +213,9 @@ def _outage(
         late, _ = rig._arrived()  # what the retries delivered after the recovery's step
         bound = (
             None
-            if rig.cgroup is None or memory_limit is None
+            if rig.cgroup is None
             else {
-                "limit_mib": memory_limit / MIB,
+                "limit_mib": rig.cgroup.limit_bytes / MIB,
                 "peak_mib": rig.cgroup.peak_bytes() / MIB,
                 "oom_kills": rig.cgroup.oom_kills(),
             }

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .._common.constants import DELIVERY_REPORT_MARKER, SIGNAL_FILE_SUFFIX, SIGNALS, ZSTD_SUFFIX
-from .._templating.file_compression import finished_file_glob
+from .._templating.file_compression import finished_file_glob, signal_file_name
 from .collector_log import CollectorLog
 from .disk_queue import DiskQueue
 from .scrape_health import ScrapeHealth
@@ -62,8 +62,8 @@ def signal_files(otel_dir: Path, signal: str) -> list[Path]:
     (the time sorts as text); and the same of a collector that compresses, ``<signal>.jsonl.zst``
     and ``<signal>.jsonl-<UTC time>.zst`` (a job requeued onto the other line holds both). The
     plain live file is named when nothing exists, so that its absence is reported."""
-    plain = otel_dir / f"{signal}{SIGNAL_FILE_SUFFIX}"
-    zstd = plain.with_name(plain.name + ZSTD_SUFFIX)
+    plain = otel_dir / signal_file_name(signal, compressed=False)
+    zstd = otel_dir / signal_file_name(signal, compressed=True)
     finished = finished_file_glob(signal)
     rotated = [
         *sorted([*otel_dir.glob(finished), *otel_dir.glob(finished + ZSTD_SUFFIX)]),
@@ -391,7 +391,7 @@ def signal_report(
         written += scan.report_points - sum(reading.points for reading in lives)
     after = max(written - files_sent, 0)
 
-    live = f"{signal}{SIGNAL_FILE_SUFFIX}"
+    live = signal_file_name(signal, compressed=False)
     files_reasons = _file_reasons(f"{live} (or {live}{ZSTD_SUFFIX})", scan)
     if not readings:
         files_reasons.append(
