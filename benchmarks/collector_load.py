@@ -184,9 +184,9 @@ class Sampler:
 
     def __init__(self, pid: int) -> None:
         self._process = psutil.Process(pid)
-        self._mapped_from: Path | None = None
+        self._mapped_from: dict[str, Path] = {}
         self.anon_peak = 0
-        self.mapped_peak = 0
+        self.mapped_peaks: dict[str, int] = {}
         self.samples: list[tuple[float, float, int]] = []  # (monotonic, cpu seconds, rss)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -200,27 +200,30 @@ class Sampler:
         self.anon_peak = max(self.anon_peak, memory.rss - memory.shared)
         return time.monotonic(), times.user + times.system, memory.rss
 
-    def watch_mapped(self, folder: Path) -> None:
-        """From now on, also the RSS of the files the collector maps from ``folder`` (the disk
-        queue's database), every ``MAPPED_SAMPLE_SECONDS``: reading the mappings is too slow for
-        every sample, and only the outages ask (the cost runs compare CPU without it)."""
-        self._mapped_from = folder
+    def watch_mapped(self, **paths: Path) -> None:
+        """From now on, also the RSS of what the collector maps from each of ``paths`` (a
+        file, or every file in a folder), peaks by name, every ``MAPPED_SAMPLE_SECONDS``:
+        reading the mappings is too slow for every sample, and only the outages ask (the cost
+        runs compare CPU without it). Named mappings account for the RSS beyond the anonymous
+        memory: the disk queue's database and the binary's own text."""
+        self._mapped_from = {name: path.resolve() for name, path in paths.items()}
+        self.mapped_peaks = dict.fromkeys(paths, 0)
 
-    def _mapped(self) -> int:
-        assert self._mapped_from is not None
-        return sum(
-            region.rss
-            for region in self._process.memory_maps(grouped=True)
-            if Path(region.path).is_relative_to(self._mapped_from)
-        )
+    def _mapped(self) -> dict[str, int]:
+        regions = self._process.memory_maps(grouped=True)
+        return {
+            name: sum(r.rss for r in regions if Path(r.path).is_relative_to(path))
+            for name, path in self._mapped_from.items()
+        }
 
     def _run(self) -> None:
         next_mapped = 0.0
         while not self._stop.wait(SAMPLE_SECONDS):
             try:
                 self.samples.append(self.now())
-                if self._mapped_from is not None and time.monotonic() >= next_mapped:
-                    self.mapped_peak = max(self.mapped_peak, self._mapped())
+                if self._mapped_from and time.monotonic() >= next_mapped:
+                    for name, rss in self._mapped().items():
+                        self.mapped_peaks[name] = max(self.mapped_peaks[name], rss)
                     next_mapped = time.monotonic() + MAPPED_SAMPLE_SECONDS
             except psutil.Error:
                 return

@@ -194,7 +194,7 @@ def _outage(
     host = (OUTAGE_HOSTS if memory_limit is None else BOUNDED_HOSTS)[line, mode]
     with _backend_rig(binary, line, host, memory_limit) as rig:
         assert rig.backend is not None
-        rig.sampler.watch_mapped(rig.job_dir / "otel" / QUEUE_DIR_NAME)
+        rig.sampler.watch_mapped(queue=rig.job_dir / "otel" / QUEUE_DIR_NAME, binary=binary)
         warm_base = rig._arrived()
         warm = rig.step(LARGE_JOB, WARMUP_SECONDS)
         log = rig.root / "collector.log"
@@ -253,7 +253,8 @@ def _outage(
         "outage_bridged_seconds": bridged,
         "cores_during_outage": during.cores,
         "peak_anonymous_mib": rig.sampler.anon_peak / MIB,
-        "peak_queue_mapped_mib": rig.sampler.mapped_peak / MIB,
+        "peak_queue_mapped_mib": rig.sampler.mapped_peaks["queue"] / MIB,
+        "peak_binary_mapped_mib": rig.sampler.mapped_peaks["binary"] / MIB,
         "queue_bytes_at_end": queue_at_end,
         "log_bytes_per_hour_during_outage": log_grown / outage_s * 3600,
         "memory_cgroup": bound,
@@ -538,7 +539,8 @@ def _rows(
                 f"outage {o['outage_seconds']} s ({o['mode']}){where}, {o['line']}",
                 f"{charged}peak RSS {peak:.0f} MiB (goal < {RSS_GOAL_MIB}; anonymous "
                 f"{o['peak_anonymous_mib']:.0f} MiB, the queue's mapped pages "
-                f"{o['peak_queue_mapped_mib']:.0f} MiB), queue {o['queue_bytes_at_end'] / MIB:.0f} MiB "
+                f"{o['peak_queue_mapped_mib']:.0f} MiB, the binary's "
+                f"{o['peak_binary_mapped_mib']:.0f} MiB), queue {o['queue_bytes_at_end'] / MIB:.0f} MiB "
                 f"on disk, files lost {lost_files}, "
                 f"backend lost {lost}; bridged {bridged}; collector.log "
                 f"{o['log_bytes_per_hour_during_outage'] / 1e6:.2f} MB/h in the outage",
