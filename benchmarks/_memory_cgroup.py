@@ -8,6 +8,11 @@ limit, and the kernel reclaims page cache, those pages among it. The benchmarks 
 collector in such a bound to see whether it does its work there: everything delivered, no OOM
 kill.
 
+The collector's binary is page cache as well: its text, about 78 MiB resident, is charged to
+whatever read the file first, and a bound does not reclaim pages charged elsewhere though RSS
+counts them. A step that starts a binary no one on its node has read yet is charged for it; the
+benchmarks start such a one from ``uncached_copy``.
+
 Creating a cgroup needs root and either cgroup v1's memory controller or cgroup v2 with the
 memory controller already enabled for the children of the benchmark's own cgroup (this does not
 change the machine's cgroup setup); otherwise ``create`` says why, and the benchmark reports
@@ -17,6 +22,7 @@ that instead of a figure.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +37,21 @@ def _own_cgroup(controller: str) -> str | None:
         if controller in controllers.split(","):
             return path
     return None
+
+
+def uncached_copy(binary: Path, folder: Path) -> Path:
+    """A copy of ``binary`` in ``folder`` with none of its pages in the page cache: the first
+    process to run it reads its text from disk and is charged for it. Written and synced, then
+    dropped from the cache (clean pages nobody maps)."""
+    copy = folder / binary.name
+    shutil.copy2(binary, copy)
+    fd = os.open(copy, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return copy
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ from nemo_gym.orchestration.executors.otel import (
 )
 from nemo_gym.orchestration.executors.otel._render.rendering import render_unchecked
 
-from ._memory_cgroup import MemoryCgroup
+from ._memory_cgroup import MemoryCgroup, uncached_copy
 from ._otlp_sink import SIGNALS, CountingBackend, FileCounter
 from ._stats import Sample
 
@@ -274,7 +274,8 @@ class Rig:
         """``otel``: keys set in the example's ``otel`` section besides the rig's own;
         ``template_dirs``: override templates to render with; ``unchecked``: render them
         without the package's checks (a layout kept only to be measured against);
-        ``memory_limit``: bytes of a memory cgroup the collector runs in (``cgroup``)."""
+        ``memory_limit``: bytes of a memory cgroup the collector runs in (``cgroup``),
+        started from an uncached copy of the binary (``started_binary``)."""
         self.template_dirs, self.unchecked = template_dirs, unchecked
         self.memory_limit = memory_limit
         self.cgroup: MemoryCgroup | None = None
@@ -361,12 +362,21 @@ class Rig:
             "SLURM_JOB_ID": "4242",
         }
         prefix: tuple[str, ...] = ()
+        self.started_binary = self.binary
         if self.memory_limit is not None:
             self.cgroup = MemoryCgroup.create(f"nemo-gym-otel-{self.root.name}", self.memory_limit)
             self._stack.callback(self.cgroup.remove)  # runs last, once the collector is gone
             prefix = self.cgroup.command_prefix()
+            # Charged to the cgroup like everything else the collector reads: its text too.
+            self.started_binary = uncached_copy(self.binary, self.root)
         collector = Collector(
-            self.binary, self.config_path, env, job_dir, self.root / "collector.log", host, prefix
+            self.started_binary,
+            self.config_path,
+            env,
+            job_dir,
+            self.root / "collector.log",
+            host,
+            prefix,
         )
         self.collector = collector
         self._stack.callback(collector.kill)

@@ -194,7 +194,9 @@ def _outage(
     host = (OUTAGE_HOSTS if memory_limit is None else BOUNDED_HOSTS)[line, mode]
     with _backend_rig(binary, line, host, memory_limit) as rig:
         assert rig.backend is not None
-        rig.sampler.watch_mapped(queue=rig.job_dir / "otel" / QUEUE_DIR_NAME, binary=binary)
+        rig.sampler.watch_mapped(
+            queue=rig.job_dir / "otel" / QUEUE_DIR_NAME, binary=rig.started_binary
+        )
         warm_base = rig._arrived()
         warm = rig.step(LARGE_JOB, WARMUP_SECONDS)
         log = rig.root / "collector.log"
