@@ -206,8 +206,8 @@ class Sampler:
         reading the mappings is too slow for every sample, and only the outages ask (the cost
         runs compare CPU without it). Named mappings account for the RSS beyond the anonymous
         memory: the disk queue's database and the binary's own text."""
+        self.mapped_peaks = dict.fromkeys(paths, 0)  # before the sampling thread sees the names
         self._mapped_from = {name: path.resolve() for name, path in paths.items()}
-        self.mapped_peaks = dict.fromkeys(paths, 0)
 
     def _mapped(self) -> dict[str, int]:
         regions = self._process.memory_maps(grouped=True)

@@ -132,7 +132,8 @@ END_HOSTS = {
 BACKLOG_SECONDS = 10
 KILL_AFTER_SECONDS = 2.5  # the last batches reach the disk queue
 # The same outages with the collector in a memory cgroup of the RSS goal's size, as a Slurm step
-# bounded in memory runs it (benchmarks/_memory_cgroup.py): run after the others, side by side.
+# bounded in memory runs it, started from an uncached copy of its binary, whose text the cgroup is
+# then charged for (benchmarks/_memory_cgroup.py): run after the others, side by side.
 BOUNDED_HOSTS = {
     ("current", "503"): "127.0.0.74",
     ("current", "black_hole"): "127.0.0.75",
