@@ -22,6 +22,8 @@ from typing import Any
 from support.e2e_backend import OtlpBackend, carries_tenant
 from support.e2e_otlp import ZstdFrames, resource_groups
 
+from nemo_gym.orchestration.executors.otel._templating.file_compression import rotated_file_glob
+
 from ._otlp_load import SCOPE
 
 SIGNALS = ("traces", "logs", "metrics")
@@ -169,7 +171,7 @@ class _Tail:
     def _finished_after(self, inode: int) -> list[Path]:
         """The files the rotation finished after the one ``inode`` names, oldest first (the time
         in their names sorts as text)."""
-        finished = sorted(self.path.parent.glob(f"{self.path.stem}-*{self.path.suffix}"))
+        finished = sorted(self.path.parent.glob(rotated_file_glob(self.path.name)))
         inodes = [path.stat().st_ino for path in finished]
         return finished[inodes.index(inode) + 1 :] if inode in inodes else []
 

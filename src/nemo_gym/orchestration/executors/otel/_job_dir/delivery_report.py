@@ -24,8 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._common.constants import DELIVERY_REPORT_MARKER, SIGNAL_FILE_SUFFIX, SIGNALS, ZSTD_SUFFIX
-from .._templating.file_compression import finished_file_glob, signal_file_name
+from .._common.constants import DELIVERY_REPORT_MARKER, SIGNALS, ZSTD_SUFFIX
+from .._templating.file_compression import (
+    finished_file_glob,
+    rotated_file_glob,
+    signal_file_name,
+)
 from .collector_log import CollectorLog
 from .disk_queue import DiskQueue
 from .scrape_health import ScrapeHealth
@@ -67,7 +71,7 @@ def signal_files(otel_dir: Path, signal: str) -> list[Path]:
     finished = finished_file_glob(signal)
     rotated = [
         *sorted([*otel_dir.glob(finished), *otel_dir.glob(finished + ZSTD_SUFFIX)]),
-        *sorted(otel_dir.glob(f"{signal}{SIGNAL_FILE_SUFFIX}-*{ZSTD_SUFFIX}")),
+        *sorted(otel_dir.glob(rotated_file_glob(zstd.name))),
     ]
     live = [path for path in (plain, zstd) if path.exists()]
     return [*rotated, *live] if live or rotated else [plain]

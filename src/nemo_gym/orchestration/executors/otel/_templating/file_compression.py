@@ -57,11 +57,19 @@ def signal_file_name(signal: str, compressed: bool) -> str:
     return f"{signal}{SIGNAL_FILE_SUFFIX}{ZSTD_SUFFIX if compressed else ''}"
 
 
+def rotated_file_glob(live_name: str) -> str:
+    """The names the file exporter's rotation gives a live file as it finishes it, as a glob:
+    ``<stem>-<UTC time><last suffix>`` (``traces-*.jsonl`` for ``traces.jsonl``,
+    ``traces.jsonl-*.zst`` for ``traces.jsonl.zst``). The one place the rule is spelled: the
+    step's bash, the step's data, ``report`` and the benchmarks all read it here."""
+    stem, dot, suffix = live_name.rpartition(".")
+    return f"{stem}-*{dot}{suffix}"
+
+
 def finished_file_glob(signal: str) -> str:
-    """The names a rotation gives a signal's files as it finishes them (``<signal>-<UTC
-    time>.jsonl``), as a glob; the step's compressed copies add ``ZSTD_SUFFIX``. The one place
-    the name is spelled: the step's bash, the step's data and ``report`` all read it here."""
-    return f"{signal}-*{SIGNAL_FILE_SUFFIX}"
+    """The names a rotation gives a signal's plain files as it finishes them (``<signal>-<UTC
+    time>.jsonl``), as a glob; the step's compressed copies add ``ZSTD_SUFFIX``."""
+    return rotated_file_glob(signal_file_name(signal, compressed=False))
 
 
 def gate_arguments(compressed: bool) -> tuple[str, ...]:
