@@ -16,7 +16,7 @@ from typing import Any
 
 from ._stats import Sample, describe, table
 
-SUITES = ("render", "write", "import", "collector", "long_jobs", "scrape_load")
+SUITES = ("render", "write", "import", "collector", "long_jobs", "queue_cap", "scrape_load")
 
 
 def _cpu_model() -> str:
@@ -119,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
 
         results["long_jobs"] = long_jobs(quick=args.quick)
         rows += results["long_jobs"].pop("rows")
+    if "queue_cap" in args.only:
+        from .queue_cap import queue_cap
+
+        results["queue_cap"] = queue_cap(quick=args.quick)
+        rows += results["queue_cap"].pop("rows")
     if "scrape_load" in args.only:
         from .scrape_load import scrape_load
 

@@ -228,6 +228,14 @@ class Sampler:
             except psutil.Error:
                 return
 
+    def take_peaks(self) -> dict[str, int]:
+        """The anonymous and named mappings' peaks so far, which start again from zero: a
+        run's phases get peaks of their own."""
+        peaks = {"anonymous": self.anon_peak, **self.mapped_peaks}
+        self.anon_peak = 0
+        self.mapped_peaks = dict.fromkeys(self.mapped_peaks, 0)
+        return peaks
+
     def between(self, start: float, end: float) -> list[tuple[float, float, int]]:
         return [s for s in list(self.samples) if start <= s[0] <= end]
 

@@ -171,15 +171,30 @@ def _rig(
 
 @contextmanager
 def _backend_rig(
-    binary: Path, line: str, host: str, memory_limit: int | None = None
+    binary: Path,
+    line: str,
+    host: str,
+    memory_limit: int | None = None,
+    otel: dict[str, Any] | None = None,
 ) -> Iterator[Rig]:
     """A rig with a backend, on ``host`` with a load generator of its own."""
     generator = Generator(f"http://{host}:{OTLP_HTTP_PORT}")
     with (
         contextlib.closing(generator),
-        _rig(binary, line, generator, host=host, memory_limit=memory_limit) as rig,
+        _rig(binary, line, generator, otel, host=host, memory_limit=memory_limit) as rig,
     ):
         yield rig
+
+
+def _bound(rig: Rig) -> dict[str, Any] | None:
+    """The rig's memory cgroup, if it has one: its limit, its peak charge and its OOM kills."""
+    if rig.cgroup is None:
+        return None
+    return {
+        "limit_mib": rig.cgroup.limit_bytes / MIB,
+        "peak_mib": rig.cgroup.peak_bytes() / MIB,
+        "oom_kills": rig.cgroup.oom_kills(),
+    }
 
 
 def _total(steps: list[Step], field: str) -> dict[str, int]:
@@ -214,15 +229,7 @@ def _outage(
             (s[2] for s in rig.sampler.between(settle_start, time.monotonic())), default=0
         )
         late, _ = rig._arrived()  # what the retries delivered after the recovery's step
-        bound = (
-            None
-            if rig.cgroup is None
-            else {
-                "limit_mib": rig.cgroup.limit_bytes / MIB,
-                "peak_mib": rig.cgroup.peak_bytes() / MIB,
-                "oom_kills": rig.cgroup.oom_kills(),
-            }
-        )
+        bound = _bound(rig)
         steps = [warm, during, after]
         accepted = _total(steps, "accepted")
         files = {s: sum(st.delivered["files"].get(s, 0) for st in steps) for s in SIGNALS}
