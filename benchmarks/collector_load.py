@@ -239,6 +239,10 @@ class Sampler:
     def between(self, start: float, end: float) -> list[tuple[float, float, int]]:
         return [s for s in list(self.samples) if start <= s[0] <= end]
 
+    def peak_rss(self, start: float, end: float) -> int:
+        """The highest RSS sampled between two moments (0 if none was)."""
+        return max((s[2] for s in self.between(start, end)), default=0)
+
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)

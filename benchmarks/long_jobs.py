@@ -186,6 +186,12 @@ def _backend_rig(
         yield rig
 
 
+def _watch_queue_and_binary(rig: Rig) -> None:
+    """The sampler's named mappings of a disk-queue run: the queue's database files and the
+    binary the collector was started from."""
+    rig.sampler.watch_mapped(queue=rig.job_dir / "otel" / QUEUE_DIR_NAME, binary=rig.started_binary)
+
+
 def _bound(rig: Rig) -> dict[str, Any] | None:
     """The rig's memory cgroup, if it has one: its limit, its peak charge and its OOM kills."""
     if rig.cgroup is None:
@@ -210,9 +216,7 @@ def _outage(
     host = (OUTAGE_HOSTS if memory_limit is None else BOUNDED_HOSTS)[line, mode]
     with _backend_rig(binary, line, host, memory_limit) as rig:
         assert rig.backend is not None
-        rig.sampler.watch_mapped(
-            queue=rig.job_dir / "otel" / QUEUE_DIR_NAME, binary=rig.started_binary
-        )
+        _watch_queue_and_binary(rig)
         warm_base = rig._arrived()
         warm = rig.step(LARGE_JOB, WARMUP_SECONDS)
         log = rig.root / "collector.log"
@@ -225,9 +229,7 @@ def _outage(
         after = rig.step(LARGE_JOB, RECOVERY_SECONDS)
         settle_start = time.monotonic()
         time.sleep(RETRY_SETTLE_SECONDS)
-        settle_rss = max(
-            (s[2] for s in rig.sampler.between(settle_start, time.monotonic())), default=0
-        )
+        settle_rss = rig.sampler.peak_rss(settle_start, time.monotonic())
         late, _ = rig._arrived()  # what the retries delivered after the recovery's step
         bound = _bound(rig)
         steps = [warm, during, after]
@@ -279,8 +281,14 @@ def _outage(
     return result
 
 
+def _queue_files(otel_dir: Path) -> dict[str, int]:
+    """The disk queue's database files, name to size."""
+    folder = otel_dir / QUEUE_DIR_NAME
+    return {p.name: p.stat().st_size for p in sorted(folder.glob("*")) if p.is_file()}
+
+
 def _queue_bytes(otel_dir: Path) -> int:
-    return sum(p.stat().st_size for p in (otel_dir / QUEUE_DIR_NAME).glob("*") if p.is_file())
+    return sum(_queue_files(otel_dir).values())
 
 
 def _drain(rig: Rig, binary: Path) -> tuple[float, dict[str, Any]]:

@@ -28,13 +28,19 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from nemo_gym.orchestration.executors.otel._common.constants import QUEUE_DIR_NAME
 from nemo_gym.orchestration.executors.otel._job_dir.collector_log import read_collector_log
 
 from ._memory_cgroup import MemoryCgroup
 from ._otlp_sink import SIGNALS
 from .collector_load import LARGE_JOB, MIB, Rig, _log, collector_binary
-from .long_jobs import WARMUP_SECONDS, _backend_rig, _bound, _total
+from .long_jobs import (
+    WARMUP_SECONDS,
+    _backend_rig,
+    _bound,
+    _queue_files,
+    _total,
+    _watch_queue_and_binary,
+)
 
 LINE = "current"
 HOST = "127.0.0.78"
@@ -44,11 +50,6 @@ STEP_SECONDS = 30
 FILL_LIMIT_SECONDS = {True: 300, False: 2400}
 QUIET_SECONDS = 60  # the backlog is out when the backend got nothing new for this long
 BOUND_MIB = 512
-
-
-def _queue_files(rig: Rig) -> dict[str, int]:
-    folder = rig.job_dir / "otel" / QUEUE_DIR_NAME
-    return {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.is_file()}
 
 
 def _refused(rig: Rig) -> dict[str, int]:
@@ -63,9 +64,8 @@ def _refused(rig: Rig) -> dict[str, int]:
 
 def _memory(rig: Rig, start: float, end: float) -> dict[str, float]:
     """Peak RSS between two moments, and the peaks the sampler took since it last gave them."""
-    rss = max((s[2] for s in rig.sampler.between(start, end)), default=0)
     return {
-        "rss_mib": rss / MIB,
+        "rss_mib": rig.sampler.peak_rss(start, end) / MIB,
         **{f"{k}_mib": v / MIB for k, v in rig.sampler.take_peaks().items()},
     }
 
@@ -77,9 +77,7 @@ def _fill_and_drain(quick: bool, memory_limit: int | None) -> dict[str, Any]:
     binary = collector_binary(LINE)
     with _backend_rig(binary, LINE, HOST, memory_limit, otel) as rig:
         assert rig.backend is not None
-        rig.sampler.watch_mapped(
-            queue=rig.job_dir / "otel" / QUEUE_DIR_NAME, binary=rig.started_binary
-        )
+        _watch_queue_and_binary(rig)
         start, _ = rig._arrived()
         steps = [rig.step(LARGE_JOB, WARMUP_SECONDS)]
         rig.backend.set_mode("black_hole")
@@ -95,7 +93,11 @@ def _fill_and_drain(quick: bool, memory_limit: int | None) -> dict[str, Any]:
                 if refused[s] and s not in full_after:
                     full_after[s] = loaded
             growth.append(
-                {"load_seconds": loaded, "queue_files": _queue_files(rig), "refused": refused}
+                {
+                    "load_seconds": loaded,
+                    "queue_files": _queue_files(rig.job_dir / "otel"),
+                    "refused": refused,
+                }
             )
             _log(
                 f"queue cap: {loaded}s of load, queue "
@@ -106,7 +108,7 @@ def _fill_and_drain(quick: bool, memory_limit: int | None) -> dict[str, Any]:
         steps.append(rig.step(rates, STEP_SECONDS))  # at the cap
         fill_ended = time.monotonic()
         fill_memory = _memory(rig, fill_started, fill_ended)
-        at_cap = _queue_files(rig)
+        at_cap = _queue_files(rig.job_dir / "otel")
         cap_mib = rig.config.otel.backend_queue_megabytes
         refused = _refused(rig)
         accepted = _total(steps, "accepted")
