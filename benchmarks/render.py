@@ -104,7 +104,11 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
             "file_storage/queue": {
                 "directory": queue_dir,
                 "create_directory": True,
-                "compaction": {"directory": queue_dir, "on_start": True, "on_rebound": True},
+                "compaction": {
+                    "directory": queue_dir,
+                    "on_rebound": True,
+                    "cleanup_on_start": True,
+                },
             },
         },
         "receivers": {

@@ -4,9 +4,13 @@ real collectors are in ``tests/e2e/test_outages.py``."""
 
 from __future__ import annotations
 
+import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from support import helpers
 
@@ -15,8 +19,11 @@ from nemo_gym.orchestration.executors.otel._render.drain_config import (
     drain_document,
 )
 from nemo_gym.orchestration.executors.otel._step.drain import (
+    QueueStorage,
     local_drain_document,
+    queue_storages,
     read_state,
+    relocated,
     retried_after_timeout,
     token_variable,
 )
@@ -157,6 +164,90 @@ def test_the_outcome_says_what_was_sent_and_what_is_left() -> None:
     assert "still queued on disk: traces 3.0 MiB" in text and "run drain again" in text
     assert "2 request(s) retried" in text and "twice" in text
     assert progress_line(left).startswith("drain: traces 8,192 sent, 3.0 MiB queued;")
-    done = DrainResult(DrainState({"traces": 0}, {}, True), 1.0, {}, 0, "")
-    assert outcome_text("/runs/j", done).endswith("the disk queue is empty")
+    done = DrainResult(DrainState({"traces": 0}, {}, True, 96 * 1024), 1.0, {}, 0, "")
+    assert outcome_text("/runs/j", done).endswith(
+        "the disk queue is empty (96.0 KiB of files left)"
+    )
+    assert progress_line(done.state).endswith("; queue files 96.0 KiB")
     assert done.record()["empty"] is True and result.record()["empty"] is False
+    assert done.record()["queue_files_bytes"] == 96 * 1024
+
+
+def test_a_job_directory_seen_elsewhere_drains_its_own_queue(tmp_path: Path) -> None:
+    """drain.yaml names the queue's folder where the job was rendered; a node that sees the job
+    directory under another path (another mount point, a copy) must read the queue there, not
+    create an empty one at the old path."""
+    drain = drain_document(_golden())
+    assert drain is not None
+    rendered = drain["extensions"]["file_storage/queue"]["directory"]
+    assert not rendered.startswith(str(tmp_path))
+    elsewhere = tmp_path / "copy" / "aime25"
+    moved = relocated(drain, elsewhere)
+    storage = moved["extensions"]["file_storage/queue"]
+    assert storage["directory"] == storage["compaction"]["directory"]
+    assert storage["directory"] == str(elsewhere / "otel" / "queue")
+    assert drain["extensions"]["file_storage/queue"]["directory"] == rendered  # a copy
+    # A folder of an override's own choosing (not <job dir>/otel/queue) is left as written.
+    drain["extensions"]["file_storage/queue"]["directory"] = "/var/spool/otel"
+    assert relocated(drain, elsewhere)["extensions"]["file_storage/queue"]["directory"] == (
+        "/var/spool/otel"
+    )
+
+
+def test_the_drain_waits_for_the_storages_rebound_compaction(tmp_path: Path) -> None:
+    drain = drain_document(_golden())
+    assert drain is not None
+    (storage,) = queue_storages(relocated(drain, tmp_path))
+    assert storage.directory == tmp_path / "otel" / "queue"
+    assert storage.compacts_above_bytes == 100 * 1024**2  # the storage's default threshold
+    compaction = drain["extensions"]["file_storage/queue"]["compaction"]
+    compaction["rebound_needed_threshold_mib"] = 7
+    assert queue_storages(drain)[0].compacts_above_bytes == 7 * 1024**2
+    compaction["on_rebound"] = False  # nothing would shrink the files: nothing to wait for
+    assert queue_storages(drain)[0].compacts_above_bytes is None
+
+    folder = tmp_path / "queue"
+    folder.mkdir()
+    with (folder / "exporter_otlp_http_queue_traces").open("wb") as database:
+        database.truncate(8 * 1024**2)
+    (folder / "exporter_otlp_http_queue_logs").write_bytes(b"x" * 4096)
+    waiting = QueueStorage(folder, 7 * 1024**2)
+    assert waiting.files_bytes() == 8 * 1024**2 + 4096
+    assert not waiting.compacted()
+    assert QueueStorage(folder, 9 * 1024**2).compacted()
+    assert QueueStorage(folder, None).compacted()
+    assert QueueStorage(tmp_path / "missing", 1).files_bytes() == 0
+
+
+def test_the_wait_for_health_lasts_while_the_queues_folder_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A storage compacting at start (on_start, as job directories rendered before template
+    version 9 ask) is healthy only once it copied the whole queue: the drain waits as long as
+    the queue's folder changes, and gives up once it stood still for the health timeout."""
+    from nemo_gym.orchestration.executors.otel._step import drain as drain_module
+
+    monkeypatch.setattr(drain_module, "_HEALTH_TIMEOUT_SECONDS", 1.0)
+    monkeypatch.setattr(drain_module, "_POLL_SECONDS", 0.05)
+    folder = tmp_path / "queue"
+    folder.mkdir()
+    reading = drain_module._Reading(1, set(), set(), [QueueStorage(folder, None)])
+    unhealthy = "http://127.0.0.1:1/"  # nothing answers there, nor the metrics on port 1
+
+    def grow() -> None:  # a compaction's temporary file, written for 3 s
+        with (folder / "tempdb123").open("ab") as temporary:
+            for _ in range(30):
+                temporary.write(b"x" * 4096)
+                temporary.flush()
+                time.sleep(0.1)
+
+    with subprocess.Popen(["sleep", "30"]) as process:
+        writer = threading.Thread(target=grow)
+        started = time.monotonic()
+        writer.start()
+        state = drain_module._watch(process, reading, unhealthy, None, None)
+        waited = time.monotonic() - started
+        writer.join()
+        process.kill()
+    assert not state.read
+    assert 3.0 < waited < 15.0, waited  # 3 s of writing, then the 1 s timeout (not the 30 s)

@@ -20,7 +20,7 @@ from nemo_gym.orchestration.executors.otel import (
 BENCH_DIR = "/runs/g1/aime25"
 
 
-def front_matter(requires: str = "0.1.0", version: str = "8") -> str:
+def front_matter(requires: str = "0.1.0", version: str = "9") -> str:
     return f"{{#- nemo-gym-otel\ntemplate_version: {version}\nrequires_package: {requires}\n-#}}\n"
 
 
@@ -82,10 +82,10 @@ def test_override_replaces_the_builtin_of_the_same_name(
     write(
         tmp_path,
         "current/otlp_http+file.yaml.j2",
-        builtin.replace("template_version: 8", "template_version: 81"),
+        builtin.replace("template_version: 9", "template_version: 91"),
     )
     text = render_collector_config(config, "aime25", BENCH_DIR, template_dirs=[tmp_path])
-    assert "template version 81" in text.splitlines()[1]
+    assert "template version 91" in text.splitlines()[1]
     assert str(tmp_path.resolve()) in text.splitlines()[1]
 
 
@@ -107,7 +107,7 @@ def test_override_extends_the_builtin_and_redefines_a_block(
     text = render_collector_config(config, "aime25", BENCH_DIR)
     telemetry = yaml.safe_load(text)["service"]["telemetry"]
     assert telemetry == {"logs": {"level": "info"}, "metrics": {"level": "none"}}
-    assert "template version 8" in text.splitlines()[1]
+    assert "template version 9" in text.splitlines()[1]
 
 
 def test_overridden_output_passes_the_same_checks(tmp_path: Path, config: SubmitConfig) -> None:
@@ -204,7 +204,7 @@ def test_template_demanding_a_newer_package_names_both_versions(
     ("text", "message"),
     [
         ("a: 1\n", "no front matter"),
-        (front_matter().replace("template_version: 8\n", ""), "lacks template_version"),
+        (front_matter().replace("template_version: 9\n", ""), "lacks template_version"),
         (front_matter().replace("requires_package", "requires_pkg"), "unknown front-matter line"),
         (front_matter() + "", None),
         (front_matter(requires="latest"), "not a release"),

@@ -7,8 +7,8 @@ backend back:
 
 - ``stopped``: the job's stop (TERM, then the stop's drain, which meets the outage too) leaves
   the refused items on disk; the drain sends them, a second drain sends nothing;
-- ``killed``: SIGKILL instead of the stop, with the last batch already on disk; the drain sends
-  everything that reached the disk queue.
+- ``killed``: SIGKILL instead of the stop, with the last batch already on disk; the drain,
+  run where the job directory was moved to, sends everything that reached the disk queue.
 
 Every item reaches the backend exactly as often as it was sent (the spans' ids are unique), the
 token is in no file of the job directory (the queue's files included), and ``drain.jsonl``
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from support import helpers
 from support.e2e_job import TOKEN_ENV, Collector, running
 from support.e2e_life import FAULTS, Life
@@ -72,10 +73,10 @@ def _report(life: Life) -> tuple[int, dict[str, Any]]:
     return result.returncode, json.loads(result.stdout)
 
 
-def drain(life: Life) -> tuple[int, dict[str, Any]]:
+def drain(life: Life, job_dir: Path | None = None) -> tuple[int, dict[str, Any]]:
     result = helpers.run_cli(
         "drain",
-        life.job_dir,
+        job_dir or life.job_dir,
         "--collector",
         life.binary,
         "--format",
@@ -100,7 +101,16 @@ def test_drain_sends_what_the_outage_left_exactly_once(
     assert any((life.otel_dir / "queue").iterdir()), "no queue files in the job directory"
     life.proxy.end_outage()
 
-    status, outcome = drain(life)
+    if scenario == "killed":
+        # Drained where the job directory was moved to: drain.yaml names the old path, where
+        # the storage would create an empty queue and the drain report nothing queued.
+        moved = life.job_dir.with_name(f"{life.job_dir.name}-moved")
+        life.job_dir.rename(moved)
+        status, outcome = drain(life, moved)
+        assert not life.job_dir.exists(), "the drain wrote at the job directory's old path"
+        moved.rename(life.job_dir)
+    else:
+        status, outcome = drain(life)
 
     assert status == 0 and outcome["empty"], outcome
     assert sum(outcome["sent"].values()) > 0, outcome
@@ -140,12 +150,21 @@ def _post_logs(host: str, batch: int, records: int, body_bytes: int) -> None:
     post_json(host, "logs", body)
 
 
+def _compact_above_one_mib(drain_config: Path) -> None:
+    """The storage compacts an emptied database from 100 MiB on by default: this test's queue
+    is a few MiB, so its drain config asks for that from 1 MiB on."""
+    document = yaml.safe_load(drain_config.read_text(encoding="utf-8"))
+    compaction = document["extensions"]["file_storage/queue"]["compaction"]
+    compaction.update(rebound_needed_threshold_mib=1, rebound_trigger_threshold_mib=1)
+    drain_config.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+
+
 @pytest.mark.parametrize("line", LINES)
 def test_a_full_disk_queue_refuses_the_newest_and_counts_it(line: str, tmp_path: Path) -> None:
     """``otel.backend_queue_megabytes: 1`` and 4 MB of log records during an outage: the queue
     stops at its cap (its files stay near it), the rest is refused for the backend and counted
     as lost there by the report, the files hold everything, and a drain sends exactly what the
-    queue kept."""
+    queue kept, then waits until the storage compacted the emptied database."""
     host = "127.0.0.130" if line == "legacy" else "127.0.0.131"
     life = Life(
         line,
@@ -169,11 +188,16 @@ def test_a_full_disk_queue_refuses_the_newest_and_counts_it(line: str, tmp_path:
                 time.sleep(0.3)
             time.sleep(3 * DELIVERY_REPORT_INTERVAL_SECONDS)
             collector.stop()
-        queue_bytes = sum(p.stat().st_size for p in (life.otel_dir / "queue").iterdir())
+        queue_sizes = [p.stat().st_size for p in (life.otel_dir / "queue").iterdir()]
         code, document = _report(life)
         logs = {s["signal"]: s for s in document["signals"]}["logs"]
         life.proxy.end_outage()
+        _compact_above_one_mib(life.otel_dir / "drain.yaml")
+        # What a compaction killed by SIGKILL leaves: the next start removes it.
+        leftover = life.otel_dir / "queue" / "tempdb4242"
+        leftover.write_bytes(b"\0" * 2 * 1024 * 1024)
         status, outcome = drain(life)
+        after = [p.stat().st_size for p in (life.otel_dir / "queue").iterdir()]
         at_backend = [
             r
             for r in life.backend.items("logs")
@@ -189,7 +213,11 @@ def test_a_full_disk_queue_refuses_the_newest_and_counts_it(line: str, tmp_path:
     assert 0 < refused < 4000, logs
     assert code == 1 and "lost at the backend" in " ".join(logs["backend"]["reasons"]), logs
     # The cap is on OTLP protobuf bytes; the database adds pages and free lists around it.
-    assert queue_bytes < 4 * 1024 * 1024, queue_bytes
+    assert sum(queue_sizes) < 4 * 1024 * 1024, queue_sizes
     assert status == 0 and outcome["empty"], outcome
+    # The drain stopped only once the storage had compacted the emptied database.
+    assert max(queue_sizes) >= 1024 * 1024 > max(after), (queue_sizes, after)
+    assert not leftover.exists()
+    assert outcome["queue_files_bytes"] == sum(after), outcome
     bodies = [r.body for r in at_backend]
     assert len(bodies) == len(set(bodies)) == 4000 - refused, (len(bodies), refused)

@@ -10,15 +10,29 @@ and how much the backend took (``otelcol_exporter_queue_size``, in bytes for the
 ``otelcol_exporter_sent_*`` of the backend exporter). The run config lives in a temporary
 folder and holds no secret: the token stays a reference.
 
-The drain ends when every disk queue is empty, with TERM and the bounded wait of the job step's
-stop. Its own counters are not pushed into the job's files (the drain config's delivery-report
-reader is replaced by the pull reader): each run appends one JSON line to ``otel/drain.jsonl``
-instead, which the report reads: when, how long, what the backend took per signal, what is still
-queued, and how many requests were retried after a timeout (the backend may hold those twice).
+The drain ends when every disk queue is empty and its files are compacted, with TERM and the
+bounded wait of the job step's stop. Its own counters are not pushed into the job's files (the
+drain config's delivery-report reader is replaced by the pull reader): each run appends one JSON
+line to ``otel/drain.jsonl`` instead (the report reads it): when, how long, what the backend
+took per signal, what is still queued, the queue's files left on disk, and how many requests
+were retried after a timeout (the backend may hold those twice).
+
+Why it waits for compaction: an emptied queue's database keeps the size it had at its fullest
+(up to the cap, about 4 GiB per signal by default) until the storage's rebound compaction
+rewrites it, within the storage's ``check_interval`` (5 s by default) once the data left is
+under its trigger threshold. The drain waits for that (at most ``_COMPACTION_WAIT_SECONDS``)
+rather than leave gigabytes of free pages in a job directory that may never be started again.
+A storage that compacts at start instead (``on_start``, as rendered before template version 9)
+is healthy only once it copied the whole queue, minutes for a full queue on a slow filesystem:
+the wait for health lasts as long as the queue's folder keeps changing, and gives up after
+``_HEALTH_TIMEOUT_SECONDS`` without a change.
+
+The queue's folder is read where this node sees the job directory (:func:`relocated`).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -34,12 +48,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .._checks.graph import pipelines_of
+from .._checks.graph import component_type, pipelines_of
 from .._checks.hops import disk_hops
 from .._common.constants import (
     COLLECTOR_DIR,
     DRAIN_CONFIG_NAME,
     DRAIN_RECORD_NAME,
+    QUEUE_DIR_NAME,
     SHUTDOWN_WAIT_SECONDS,
 )
 from .._common.errors import SubmitConfigError
@@ -58,6 +73,9 @@ _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 _UNITS = {"traces": "spans", "metrics": "metric_points", "logs": "log_records"}
 _POLL_SECONDS = 0.5
 _HEALTH_TIMEOUT_SECONDS = 60
+_COMPACTION_WAIT_SECONDS = 60
+_MIB = 1024 * 1024
+_DEFAULT_REBOUND_NEEDED_MIB = 100  # the file storage's default rebound_needed_threshold_mib
 
 Progress = Callable[["DrainState"], None]
 
@@ -69,10 +87,41 @@ class DrainState:
     queued_bytes: dict[str, int] = field(default_factory=dict)  # signal -> bytes on disk
     sent: dict[str, int] = field(default_factory=dict)  # signal -> items the backend took
     read: bool = False  # whether every disk queue has reported at least once
+    files_bytes: int = 0  # the queues' database files on disk
 
     @property
     def empty(self) -> bool:
         return self.read and not any(self.queued_bytes.values())
+
+
+@dataclass(frozen=True)
+class QueueStorage:
+    """A disk queue's storage: its folder, and the size above which its rebound compaction
+    rewrites an emptied database (None: it does not compact on rebound)."""
+
+    directory: Path
+    compacts_above_bytes: int | None
+
+    def _sizes(self) -> list[int]:
+        try:
+            paths = list(self.directory.iterdir())
+        except OSError:
+            return []
+        sizes = []
+        for path in paths:
+            try:  # a compaction renames its temporary file over the database meanwhile
+                sizes.append(path.stat().st_size)
+            except OSError:
+                continue
+        return sizes
+
+    def files_bytes(self) -> int:
+        """Bytes of every file in the folder, a compaction's temporary file included."""
+        return sum(self._sizes())
+
+    def compacted(self) -> bool:
+        limit = self.compacts_above_bytes
+        return limit is None or all(size < limit for size in self._sizes())
 
 
 @dataclass(frozen=True)
@@ -95,6 +144,7 @@ class DrainResult:
             "queued_bytes": self.state.queued_bytes,
             "retried_after_timeout": self.retried_after_timeout,
             "empty": self.empty,
+            "queue_files_bytes": self.state.files_bytes,
         }
 
 
@@ -231,6 +281,47 @@ def health_url(document: Mapping[str, Any]) -> str | None:
     return None
 
 
+def relocated(document: Mapping[str, Any], job_dir: Path) -> dict[str, Any]:
+    """The drain config with the package's queue folder (``<job dir>/otel/queue``) where this
+    node sees the job directory. A job directory reached by another path than the one it was
+    rendered under (another mount point, a copy) would otherwise make the storage create an
+    empty queue at the old path, and the drain report nothing queued."""
+    local = copy.deepcopy(dict(document))
+    here = str(job_dir.absolute() / COLLECTOR_DIR / QUEUE_DIR_NAME)
+    for extension_id, body in (local.get("extensions") or {}).items():
+        if component_type(str(extension_id)) != "file_storage" or not isinstance(body, dict):
+            continue
+        for holder in (body, body.get("compaction")):
+            folder = holder.get("directory") if isinstance(holder, dict) else None
+            if isinstance(folder, str) and Path(folder).parts[-2:] == (
+                COLLECTOR_DIR,
+                QUEUE_DIR_NAME,
+            ):
+                holder["directory"] = here
+    return local
+
+
+def queue_storages(document: Mapping[str, Any]) -> list[QueueStorage]:
+    """The storages the drain config's disk queues keep their databases in."""
+    extensions = document.get("extensions") or {}
+    exporters = document.get("exporters") or {}
+    found: dict[str, QueueStorage] = {}
+    for exporter in disk_hops(document):
+        storage_id = str(exporters[exporter]["sending_queue"]["storage"])
+        body = extensions.get(storage_id)
+        if not isinstance(body, Mapping) or not isinstance(body.get("directory"), str):
+            continue
+        compaction = body.get("compaction")
+        compaction = compaction if isinstance(compaction, Mapping) else {}
+        needed = compaction.get("rebound_needed_threshold_mib", _DEFAULT_REBOUND_NEEDED_MIB)
+        rebound = compaction.get("on_rebound") is True and isinstance(needed, int)
+        found.setdefault(
+            storage_id,
+            QueueStorage(Path(body["directory"]), needed * _MIB if rebound else None),
+        )
+    return list(found.values())
+
+
 def drain_config_document(job_dir: Path) -> dict[str, Any]:
     path = job_dir / COLLECTOR_DIR / DRAIN_CONFIG_NAME
     if not path.is_file():
@@ -258,7 +349,7 @@ def drain(
     progress: Progress | None = None,
 ) -> DrainResult:
     """Run the job's drain config until its disk queues are empty (or ``timeout_seconds``)."""
-    document = drain_config_document(job_dir)
+    document = relocated(drain_config_document(job_dir), job_dir)
     variable = token_variable(document)
     if variable is not None and not os.environ.get(variable):
         raise SubmitConfigError(
@@ -267,6 +358,7 @@ def drain(
             f"(the drain config's backend exporter reads ${{env:{variable}}})",
         )
     hops, backends = set(disk_hops(document)), backend_exporters(document)
+    storages = queue_storages(document)
     metrics_port = _free_port()
     local = local_drain_document(document, metrics_port)
     started = time.monotonic()
@@ -285,44 +377,76 @@ def drain(
             )
         try:
             health = health_url(local)
-            state = _watch(process, metrics_port, health, hops, backends, timeout_seconds, progress)
+            reading = _Reading(metrics_port, hops, backends, storages)
+            state = _watch(process, reading, health, timeout_seconds, progress)
         finally:
             status = _stop(process)
+        state.files_bytes = reading.files_bytes()
         text = log_path.read_text(encoding="utf-8", errors="replace")
     tail = "\n".join(text.splitlines()[-3:])
     retried = retried_after_timeout(text, hops)
     return DrainResult(state, time.monotonic() - started, retried, status, tail)
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """Where the drain reads its state: the collector's exposition and the queues' folders."""
+
+    port: int
+    hops: set[str]
+    backends: set[str]
+    storages: list[QueueStorage]
+
+    def files_bytes(self) -> int:
+        return sum(storage.files_bytes() for storage in self.storages)
+
+    def state(self) -> DrainState | None:
+        text = _get(f"http://127.0.0.1:{self.port}/metrics")
+        if text is None:
+            return None
+        state = read_state(text, self.hops, self.backends)
+        state.files_bytes = self.files_bytes()
+        return state
+
+    def compacted(self) -> bool:
+        return all(storage.compacted() for storage in self.storages)
+
+
 def _watch(
     process: subprocess.Popen[bytes],
-    port: int,
+    reading: _Reading,
     health: str | None,
-    hops: set[str],
-    backends: set[str],
     timeout_seconds: float | None,
     progress: Progress | None,
 ) -> DrainState:
     started = time.monotonic()
     state = DrainState()
     empty_polls = 0
+    emptied_at: float | None = None
     ready = health is None
+    folder_bytes, changed_at = reading.files_bytes(), started
     while process.poll() is None:
         # The metrics answer from the start, the queue's size only once its exporter has
-        # started (after the storage's compaction at start, seconds for a large queue): the
-        # health check says when every component has.
+        # started (after a compaction at start, if the storage does one): the health check
+        # says when every component has.
         ready = ready or _get(health or "") is not None
-        text = _get(f"http://127.0.0.1:{port}/metrics") if ready else None
-        if text is not None:
-            state = read_state(text, hops, backends)
+        current = reading.state() if ready else None
+        now = time.monotonic()
+        if current is not None:
+            state = current
             if progress:
                 progress(state)
             empty_polls = empty_polls + 1 if state.empty else 0
             if empty_polls >= 2:  # twice: a batch read from disk but not yet sent is not queued
+                emptied_at = now if emptied_at is None else emptied_at
+                if reading.compacted() or now - emptied_at > _COMPACTION_WAIT_SECONDS:
+                    break
+        else:
+            if reading.files_bytes() != folder_bytes:
+                folder_bytes, changed_at = reading.files_bytes(), now
+            if now - changed_at > _HEALTH_TIMEOUT_SECONDS:
                 break
-        elif time.monotonic() - started > _HEALTH_TIMEOUT_SECONDS:
-            break
-        if timeout_seconds is not None and time.monotonic() - started > timeout_seconds:
+        if timeout_seconds is not None and now - started > timeout_seconds:
             break
         time.sleep(_POLL_SECONDS)
     return state

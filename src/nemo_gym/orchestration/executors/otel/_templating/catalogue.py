@@ -6,7 +6,7 @@ one combination template per exporter combination holds only what differs. Its f
 says what the template itself is::
 
     {#- nemo-gym-otel
-    template_version: 8
+    template_version: 9
     requires_package: 0.1.0
     -#}
 

@@ -27,7 +27,8 @@ def progress_line(state: DrainState) -> str:
         f"{signal} {state.sent.get(signal, 0):,} sent, {_size(state.queued_bytes.get(signal, 0))} queued"
         for signal in SIGNALS
     ]
-    return "drain: " + "; ".join(parts)
+    # Once the queue is empty the drain waits for its files to be compacted: this shrinks then.
+    return "drain: " + "; ".join(parts) + f"; queue files {_size(state.files_bytes)}"
 
 
 def outcome_text(job_dir: str, result: DrainResult) -> str:
@@ -35,7 +36,7 @@ def outcome_text(job_dir: str, result: DrainResult) -> str:
     sent = ", ".join(f"{state.sent.get(s, 0):,} {_ITEMS[s]}" for s in SIGNALS)
     line = f"{job_dir}: the backend took {sent} in {result.seconds:.1f}s; "
     if result.empty:
-        line += "the disk queue is empty"
+        line += f"the disk queue is empty ({_size(state.files_bytes)} of files left)"
     else:
         left = ", ".join(f"{s} {_size(state.queued_bytes.get(s, 0))}" for s in SIGNALS)
         line += f"still queued on disk: {left} (is the backend reachable? run drain again)"
