@@ -24,8 +24,9 @@ under its trigger threshold. The drain waits for that (at most ``_COMPACTION_WAI
 rather than leave gigabytes of free pages in a job directory that may never be started again.
 A storage that compacts at start instead (``on_start``, as rendered before template version 9)
 is healthy only once it copied the whole queue, minutes for a full queue on a slow filesystem:
-the wait for health lasts as long as the queue's folder keeps changing, and gives up after
-``_HEALTH_TIMEOUT_SECONDS`` without a change.
+the wait for health lasts as long as the queue's folder keeps changing. The drain gives up
+after ``_HEALTH_TIMEOUT_SECONDS`` in which the collector neither answered nor changed its
+queue's folder.
 
 The queue's folder is read where this node sees the job directory (:func:`relocated`).
 """
@@ -433,7 +434,7 @@ def _watch(
         current = reading.state() if ready else None
         now = time.monotonic()
         if current is not None:
-            state = current
+            state, changed_at = current, now
             if progress:
                 progress(state)
             empty_polls = empty_polls + 1 if state.empty else 0
@@ -441,10 +442,11 @@ def _watch(
                 emptied_at = now if emptied_at is None else emptied_at
                 if reading.compacted() or now - emptied_at > _COMPACTION_WAIT_SECONDS:
                     break
-        else:
-            if reading.files_bytes() != folder_bytes:
-                folder_bytes, changed_at = reading.files_bytes(), now
-            if now - changed_at > _HEALTH_TIMEOUT_SECONDS:
+        else:  # not healthy yet, or no answer: give up once neither it nor its queue moves
+            files_bytes = reading.files_bytes()
+            if files_bytes != folder_bytes:
+                folder_bytes, changed_at = files_bytes, now
+            elif now - changed_at > _HEALTH_TIMEOUT_SECONDS:
                 break
         if timeout_seconds is not None and now - started > timeout_seconds:
             break
