@@ -359,8 +359,8 @@ def drain(
             f"(the drain config's backend exporter reads ${{env:{variable}}})",
         )
     hops, backends = set(disk_hops(document)), backend_exporters(document)
-    storages = queue_storages(document)
     metrics_port = _free_port()
+    reading = _Reading(metrics_port, hops, backends, queue_storages(document))
     local = local_drain_document(document, metrics_port)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nemo-gym-otel-drain-") as folder:
@@ -378,7 +378,6 @@ def drain(
             )
         try:
             health = health_url(local)
-            reading = _Reading(metrics_port, hops, backends, storages)
             state = _watch(process, reading, health, timeout_seconds, progress)
         finally:
             status = _stop(process)
