@@ -170,6 +170,10 @@ def test_the_outcome_says_what_was_sent_and_what_is_left() -> None:
     )
     assert progress_line(done.state).endswith("; queue files 96.0 KiB")
     assert done.record()["empty"] is True and result.record()["empty"] is False
+    unread = DrainResult(DrainState({}, {}, False, 4096), 0.5, {}, 1, "Error: ...")
+    assert outcome_text("/runs/j", unread).endswith(
+        "the disk queue was not read (4.0 KiB of files on disk)"
+    )
     assert done.record()["queue_files_bytes"] == 96 * 1024
 
 
@@ -251,3 +255,56 @@ def test_the_wait_for_health_lasts_while_the_queues_folder_changes(
         process.kill()
     assert not state.read
     assert 3.0 < waited < 15.0, waited  # 3 s of writing, then the 1 s timeout (not the 30 s)
+
+
+def test_a_drain_config_of_another_shape_is_left_for_the_collector_to_refuse() -> None:
+    """An edited drain.yaml whose sections are not the collector's shapes: the drain reads what
+    it can, writes its own telemetry readers, and starts the collector, whose own message names
+    the key (the run on a real collector is below)."""
+    from nemo_gym.orchestration.executors.otel._step.drain import backend_exporters, health_url
+
+    drain = drain_document(_golden())
+    assert drain is not None
+    drain["extensions"] = ["health_check"]
+    drain["service"]["telemetry"] = 5
+    pipelines = drain["service"]["pipelines"]
+    pipelines[DRAIN_FILES_PIPELINE] = "file/metrics"
+    pipelines["traces/backend"]["receivers"] = [["otlp/queue"], "otlp/queue"]
+    pipelines["logs/backend"] = ["otlp/queue"]
+    local = local_drain_document(drain, 40000)
+    assert local["service"]["telemetry"] == {
+        "metrics": {
+            "level": "basic",
+            "readers": [
+                {"pull": {"exporter": {"prometheus": {"host": "127.0.0.1", "port": 40000}}}}
+            ],
+        }
+    }
+    assert DRAIN_FILES_PIPELINE not in local["service"]["pipelines"]
+    assert local["extensions"] == ["health_check"]  # as written: the collector's to refuse
+    assert health_url(local) is None
+    assert queue_storages(drain) == []
+    assert relocated(drain, Path("/elsewhere"))["extensions"] == ["health_check"]
+    assert backend_exporters(drain) == {"otlp_http/backend"}  # from the pipelines still readable
+
+
+@pytest.mark.collector
+def test_the_collector_refuses_an_edited_drain_config_in_its_own_words(tmp_path: Path) -> None:
+    from support.otelcol import collector_binary
+
+    job_dir = _job_dir(tmp_path)
+    path = job_dir / "otel" / "drain.yaml"
+    edited = yaml.safe_load(path.read_text(encoding="utf-8"))
+    edited["extensions"] = ["health_check"]
+    path.write_text(yaml.safe_dump(edited), encoding="utf-8")
+    binary = collector_binary("current")
+    result = helpers.run_cli(
+        *("drain", job_dir, "--collector", binary, "--timeout", "60"),
+        cwd=tmp_path,
+        env=helpers.cli_env(OTEL_TOKEN="drain-test-token"),
+    )
+    assert result.returncode == 4, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "never reported its queue" in result.stderr
+    assert "'extensions' expected a map" in result.stderr
+    assert "the disk queue was not read" in result.stdout

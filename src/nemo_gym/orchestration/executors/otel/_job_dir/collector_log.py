@@ -23,11 +23,12 @@ next start or a drain: for those exporters such a line is no loss.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+
+from .json_values import json_object, parsed, whole_number
 
 CLEAN_STOP = "\tShutdown complete."
 _AT_SHUTDOWN = "interrupted due to shutdown"
@@ -92,10 +93,11 @@ def _loss(line: str) -> Loss | None:
     stamp = line.split("\t", 1)[0]
     time = _time(stamp)
     try:
-        fields = json.loads(line.split(f"\t{message}", 1)[1].strip())
-    except ValueError:
+        fields = json_object(parsed(line.split(f"\t{message}", 1)[1].strip()))
+        items = whole_number(fields.get(_GAVE_UP[message]) or 0)
+    except ValueError:  # not the collector's line
         return None
-    if time is None or not isinstance(fields, dict):
+    if time is None:
         return None
     resource = fields.get("resource")
     instance = resource.get("service.instance.id", "") if isinstance(resource, dict) else ""
@@ -103,7 +105,7 @@ def _loss(line: str) -> Loss | None:
         time,
         str(fields.get("otelcol.component.id", "")),
         str(fields.get("otelcol.signal", "")),
-        int(fields.get(_GAVE_UP[message]) or 0),
+        items,
         str(instance),
         str(fields.get("error", "")).startswith(_AT_SHUTDOWN),
     )

@@ -17,9 +17,8 @@ showing a clean stop of every process, the verdict says "cannot be told" instead
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,19 @@ from .._templating.file_compression import (
 )
 from .collector_log import CollectorLog
 from .disk_queue import DiskQueue
-from .scrape_health import ScrapeHealth
+from .json_values import (
+    attributes,
+    counter_value,
+    data_points,
+    json_array,
+    json_object,
+    json_objects,
+    metric_name,
+    parsed,
+    resource_attributes,
+    unix_nano,
+)
+from .scrape_health import ScrapeHealth, up_readings
 from .signal_file import Progress, SignalFile, ZstdUnavailable
 
 # OTLP-JSON keys, per signal: resource groups, scope groups, items.
@@ -157,62 +168,70 @@ class SignalReport:
         }
 
 
-def _value(attribute: dict[str, Any]) -> str:
-    value = attribute.get("value") or {}
-    return str(next(iter(value.values()), ""))
-
-
-def _attributes(entries: list[dict[str, Any]] | None) -> dict[str, str]:
-    return {entry["key"]: _value(entry) for entry in entries or ()}
-
-
-def _points(metric: dict[str, Any]) -> list[dict[str, Any]]:
-    for kind in _POINT_KINDS:
-        if kind in metric:
-            return metric[kind].get("dataPoints") or []
-    return []
-
-
 def _count(signal: str, group: dict[str, Any]) -> int:
     _, scopes_key, items_key = _GROUPS[signal]
+    scopes = json_objects(group.get(scopes_key))
     if signal != "metrics":
-        return sum(len(scope.get(items_key) or ()) for scope in group.get(scopes_key) or ())
+        return sum(len(json_array(scope.get(items_key))) for scope in scopes)
     return sum(
-        len(_points(metric))
-        for scope in group.get(scopes_key) or ()
-        for metric in scope.get(items_key) or ()
+        len(data_points(metric, _POINT_KINDS))
+        for scope in scopes
+        for metric in json_objects(scope.get(items_key))
     )
 
 
+# One point of the collector's own counters: (series key, time in ns, value).
+_Counter = tuple[tuple[str, tuple[tuple[str, str], ...]], int, float]
+
+
+def _counters(group: dict[str, Any]) -> list[_Counter]:
+    return [
+        (
+            (metric_name(metric), tuple(sorted(attributes(point.get("attributes")).items()))),
+            unix_nano(point),
+            counter_value(point),
+        )
+        for scope in json_objects(group.get("scopeMetrics"))
+        for metric in json_objects(scope.get("metrics"))
+        for point in data_points(metric, _POINT_KINDS)
+    ]
+
+
 def _keep_reading(
-    readings: dict[str, Reading], group: dict[str, Any], resource: dict[str, str]
+    readings: dict[str, Reading], resource: dict[str, str], counters: list[_Counter]
 ) -> None:
     reading = readings.setdefault(resource.get("service.instance.id", ""), Reading())
-    newest = 0
-    points = 0
-    for scope in group.get("scopeMetrics") or ():
-        for metric in scope.get("metrics") or ():
-            for point in _points(metric):
-                points += 1
-                time = int(point.get("timeUnixNano") or 0)
-                newest = max(newest, time)
-                value = point.get("asInt", point.get("asDouble", 0))
-                key = (metric["name"], tuple(sorted(_attributes(point.get("attributes")).items())))
-                if time >= reading.series.get(key, (-1, 0.0))[0]:
-                    reading.series[key] = (time, float(value))
-    oldest = min((int(p.get("timeUnixNano") or 0) for p in _group_points(group)), default=0)
+    for key, time, value in counters:
+        if time >= reading.series.get(key, (-1, 0.0))[0]:
+            reading.series[key] = (time, value)
+    times = [time for _, time, _ in counters]
+    newest, oldest = max(times, default=0), min(times, default=0)
     if oldest and (not reading.first_unix_nano or oldest < reading.first_unix_nano):
         reading.first_unix_nano = oldest
     if newest > reading.time_unix_nano:
-        reading.time_unix_nano, reading.points = newest, points
+        reading.time_unix_nano, reading.points = newest, len(counters)
     elif newest == reading.time_unix_nano:
-        reading.points += points
+        reading.points += len(counters)
 
 
-def _group_points(group: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for scope in group.get("scopeMetrics") or ():
-        for metric in scope.get("metrics") or ():
-            yield from _points(metric)
+@dataclass(frozen=True)
+class _Group:
+    """One resource group of a line, parsed whole before anything of the line is counted."""
+
+    resource: dict[str, str]
+    count: int
+    counters: list[_Counter] | None  # a delivery-report group: the collector's own counters
+    ups: list[tuple[int, float]] | None  # a scraped target's ``up`` readings, when wanted
+
+
+def _parse_group(signal: str, group: dict[str, Any], want_ups: bool) -> _Group:
+    resource = resource_attributes(group)
+    count = _count(signal, group)
+    if signal != "metrics":
+        return _Group(resource, count, None, None)
+    if DELIVERY_REPORT_MARKER in resource:
+        return _Group(resource, count, _counters(group), None)
+    return _Group(resource, count, None, up_readings(group, resource) if want_ups else None)
 
 
 def scan_file(
@@ -249,23 +268,25 @@ def _scan_line(
     if not line.strip():
         return
     try:
-        document = json.loads(line)
-    except ValueError:
+        document = json_object(parsed(line))
+        groups = [
+            _parse_group(signal, group, health is not None)
+            for group in json_objects(document.get(_GROUPS[signal][0]))
+        ]
+    except ValueError:  # not JSON, or not the OTLP JSON the collector writes
         if not line.endswith(b"\n"):
             scan.truncated.append(path.name)  # a killed collector's half-written batch
         else:
             scan.unreadable_lines.append(f"{path.name}:{number}")
         return
-    for group in document.get(_GROUPS[signal][0]) or ():
-        resource = _attributes((group.get("resource") or {}).get("attributes"))
-        count = _count(signal, group)
-        if signal == "metrics" and DELIVERY_REPORT_MARKER in resource:
-            scan.report_points += count
-            _keep_reading(readings, group, resource)
+    for group in groups:
+        if group.counters is not None:
+            scan.report_points += group.count
+            _keep_reading(readings, group.resource, group.counters)
         else:
-            scan.items += count
-            if health is not None and signal == "metrics":
-                health.observe(group, resource)
+            scan.items += group.count
+            if health is not None and group.ups is not None:
+                health.observe(group.resource, group.ups)
 
 
 def _file_reasons(name: str, scan: FileScan) -> list[str]:
@@ -320,7 +341,8 @@ def _disk_state(signal: str, readings: dict[str, Reading], queue: DiskQueue) -> 
     was seen after every collector process's last reading (so it covers what reached the files
     after them)."""
     last = max((r.time_unix_nano for r in readings.values()), default=0)
-    drains = [d for d in queue.drains if d.time_unix_nano > last]
+    # A drain whose collector never reported its queue (it did not start) measured nothing.
+    drains = [d for d in queue.drains if d.time_unix_nano > last and d.queued_bytes]
     if drains:
         newest = max(drains, key=lambda d: d.time_unix_nano)
         return newest.queued_bytes.get(signal, 0), True

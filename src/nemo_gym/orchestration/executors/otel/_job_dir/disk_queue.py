@@ -11,8 +11,9 @@ tenant rules find them), whoever wrote it.
 What a stop leaves queued goes out with the stop's drain (its readings join the files when the
 job pushes the delivery report) or ``nemo-gym-otel drain`` (one line per run in
 ``drain.jsonl``). The queue's state at the end of the job is the newest of those: a drain record
-newer than every reading, else the newest reading, and it covers what reached the files after
-the collector's last reading only when it was taken by a process that ran after every other one.
+newer than every reading (of a drain whose collector reported its queue: one that did not start
+measured nothing), else the newest reading, and it covers what reached the files after the
+collector's last reading only when it was taken by a process that ran after every other one.
 
 Requests the queue retried after the backend did not answer in time (``context deadline
 exceeded``) may have reached the backend twice (OTLP is at-least-once); they are counted from the
@@ -21,7 +22,6 @@ collector's log and the drain records, as requests.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +30,7 @@ from typing import Any
 from .._checks.hops import disk_hops
 from .._common.constants import COLLECTOR_CONFIG_NAME, DRAIN_RECORD_NAME
 from .._step.drain import retried_after_timeout
+from .json_values import UnexpectedJson, parsed, whole_number
 
 
 def possibly_twice(requests: int) -> str:
@@ -75,9 +76,14 @@ def _time(stamp: Any) -> int:
 
 
 def _counts(value: Any) -> dict[str, int]:
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): int(v) for k, v in value.items() if isinstance(v, (int, float))}
+    """Per signal, a count the drain recorded; anything else in the record is left out."""
+    counts = {}
+    for key, count in value.items() if isinstance(value, dict) else ():
+        try:
+            counts[str(key)] = whole_number(count)
+        except UnexpectedJson:
+            continue
+    return counts
 
 
 def _drain_records(path: Path) -> list[DrainRecord]:
@@ -88,7 +94,7 @@ def _drain_records(path: Path) -> list[DrainRecord]:
         return []
     for line in lines:
         try:
-            entry = json.loads(line)
+            entry = parsed(line)
         except ValueError:
             continue
         if isinstance(entry, dict):

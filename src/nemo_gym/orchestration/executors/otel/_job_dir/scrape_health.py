@@ -10,12 +10,12 @@ scraped at all (the collector stopped first).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .._templating.scrape import TARGETS_DIR
+from .json_values import data_points, json_object, json_objects, parsed, point_value, unix_nano
 
 UP = "up"
 
@@ -74,6 +74,27 @@ def _host(instance: str) -> str:
     return instance.rpartition(":")[0]
 
 
+def up_readings(group: dict[str, Any], resource: dict[str, str]) -> list[tuple[int, float]] | None:
+    """The (time in ns, value) of every ``up`` point of one resource group of a metrics line;
+    None unless the group is a scraped target's (it names its instance) with an ``up`` gauge.
+    Raises :class:`.json_values.UnexpectedJson` for a group of another shape."""
+    if "service.instance.id" not in resource:
+        return None
+    ups = [
+        metric
+        for scope in json_objects(group.get("scopeMetrics"))
+        for metric in json_objects(scope.get("metrics"))
+        if metric.get("name") == UP and "gauge" in metric
+    ]
+    if not ups:
+        return None
+    return [
+        (unix_nano(point), point_value(point, "asDouble", "asInt"))
+        for metric in ups
+        for point in data_points(metric, ("gauge",))
+    ]
+
+
 class ScrapeHealth:
     """Collects ``up`` readings while the delivery report streams the metrics files."""
 
@@ -88,32 +109,25 @@ class ScrapeHealth:
             target = self._targets[instance] = TargetHealth(node, job, instance)
         return target
 
-    def observe(self, group: dict[str, Any], resource: dict[str, str]) -> None:
-        """One resource group of a metrics line; only a scraped target's ``up`` is kept."""
-        instance = resource.get("service.instance.id")
-        if instance is None:
-            return
-        for scope in group.get("scopeMetrics") or ():
-            for metric in scope.get("metrics") or ():
-                if metric.get("name") != UP or "gauge" not in metric:
-                    continue
-                target = self._target(instance, "", "")
-                target.node = resource.get("host.name") or target.node or _host(instance)
-                target.job = resource.get("service.name.override") or target.job
-                for point in metric["gauge"].get("dataPoints") or ():
-                    value = float(point.get("asDouble", point.get("asInt", 0)))
-                    target.readings.append((int(point.get("timeUnixNano") or 0), value))
+    def observe(self, resource: dict[str, str], readings: list[tuple[int, float]]) -> None:
+        """A scraped target's ``up`` readings (:func:`up_readings`) from one resource group."""
+        instance = resource["service.instance.id"]
+        target = self._target(instance, "", "")
+        target.node = resource.get("host.name") or target.node or _host(instance)
+        target.job = resource.get("service.name.override") or target.job
+        target.readings += readings
 
     def expect_written_targets(self, otel_dir: Path) -> None:
         """Every target the job step wrote, so one never scraped is listed too."""
         for path in sorted((otel_dir / TARGETS_DIR).glob("*.json")):
             try:
-                groups = json.loads(path.read_text(encoding="utf-8"))
+                instances = [
+                    json_object(entry.get("labels")).get("instance")
+                    for entry in json_objects(parsed(path.read_text(encoding="utf-8")))
+                ]
             except (OSError, ValueError):
                 continue  # not the step's file; the collector would have said so in its log
-            for entry in groups if isinstance(groups, list) else ():
-                labels = entry.get("labels") or {} if isinstance(entry, dict) else {}
-                instance = labels.get("instance")
+            for instance in instances:
                 if isinstance(instance, str):
                     self._target(instance, _host(instance), path.stem)
 

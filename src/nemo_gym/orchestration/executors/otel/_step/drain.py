@@ -49,7 +49,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .._checks.graph import component_type, pipelines_of
+from .._checks.graph import component_type, pipeline_refs, pipelines_of
 from .._checks.hops import disk_hops
 from .._common.constants import (
     COLLECTOR_DIR,
@@ -191,9 +191,8 @@ def local_drain_document(document: Mapping[str, Any], metrics_port: int) -> dict
         for address in _listeners(document.get(section) or {}):
             moves.setdefault(address, f"127.0.0.1:{_free_port()}")
     local: dict[str, Any] = _replace(document, moves)
-    service = local.setdefault("service", {})
-    telemetry = service.setdefault("telemetry", {})
-    metrics = telemetry.setdefault("metrics", {})
+    service = _section(local, "service")
+    metrics = _section(_section(service, "telemetry"), "metrics")
     if metrics.get("level", "none") == "none":
         metrics["level"] = "basic"
     # Only the pull reader: what this drain sent is recorded in drain.jsonl, not pushed into
@@ -202,18 +201,27 @@ def local_drain_document(document: Mapping[str, Any], metrics_port: int) -> dict
         {"pull": {"exporter": {"prometheus": {"host": "127.0.0.1", "port": metrics_port}}}}
     ]
     # Nothing pushes readings now, so the pipeline that wrote them to the files goes too.
-    pipelines = service.get("pipelines") or {}
-    dropped = pipelines.pop(DRAIN_FILES_PIPELINE, None) or {}
-    used = {e for p in pipelines.values() for e in p.get("exporters") or []}
-    for exporter in dropped.get("exporters") or []:
-        if exporter not in used:
-            (local.get("exporters") or {}).pop(exporter, None)
+    pipelines = service.get("pipelines")
+    dropped = pipelines.pop(DRAIN_FILES_PIPELINE, None) if isinstance(pipelines, dict) else None
+    used = {e for p in pipelines_of(local).values() for e in pipeline_refs(p, "exporters")}
+    exporters = local.get("exporters")
+    for exporter in pipeline_refs(dropped, "exporters") if isinstance(dropped, Mapping) else ():
+        if exporter not in used and isinstance(exporters, dict):
+            exporters.pop(exporter, None)
     return local
+
+
+def _section(holder: dict[str, Any], key: str) -> dict[str, Any]:
+    """``holder[key]``, made a mapping: the drain writes its own telemetry readers there, and a
+    config whose sections are of another shape is the collector's to refuse, with its message."""
+    if not isinstance(holder.get(key), dict):
+        holder[key] = {}
+    return holder[key]  # type: ignore[no-any-return]
 
 
 def token_variable(document: Mapping[str, Any]) -> str | None:
     """The variable the backend exporters' Authorization header names."""
-    found = _TOKEN_REFERENCE.search(json.dumps(document.get("exporters") or {}))
+    found = _TOKEN_REFERENCE.search(json.dumps(document.get("exporters") or {}, default=str))
     return found[1] if found else None
 
 
@@ -223,8 +231,8 @@ def backend_exporters(document: Mapping[str, Any]) -> set[str]:
     return {
         exporter
         for pipeline in pipelines_of(document).values()
-        if receivers & set(pipeline.get("receivers") or [])
-        for exporter in pipeline.get("exporters") or []
+        if receivers & set(pipeline_refs(pipeline, "receivers"))
+        for exporter in pipeline_refs(pipeline, "exporters")
     }
 
 
@@ -273,8 +281,7 @@ def _get(url: str) -> str | None:
 
 def health_url(document: Mapping[str, Any]) -> str | None:
     """Where the drain config's health check answers, when it has one."""
-    extensions = document.get("extensions") or {}
-    for extension_id, body in extensions.items():
+    for extension_id, body in _components(document, "extensions").items():
         if str(extension_id).split("/")[0] == "health_check" and isinstance(body, Mapping):
             endpoint = body.get("endpoint")
             if isinstance(endpoint, str):
@@ -289,7 +296,7 @@ def relocated(document: Mapping[str, Any], job_dir: Path) -> dict[str, Any]:
     empty queue at the old path, and the drain report nothing queued."""
     local = copy.deepcopy(dict(document))
     here = str(job_dir.absolute() / COLLECTOR_DIR / QUEUE_DIR_NAME)
-    for extension_id, body in (local.get("extensions") or {}).items():
+    for extension_id, body in _components(local, "extensions").items():
         if component_type(str(extension_id)) != "file_storage" or not isinstance(body, dict):
             continue
         for holder in (body, body.get("compaction")):
@@ -304,8 +311,7 @@ def relocated(document: Mapping[str, Any], job_dir: Path) -> dict[str, Any]:
 
 def queue_storages(document: Mapping[str, Any]) -> list[QueueStorage]:
     """The storages the drain config's disk queues keep their databases in."""
-    extensions = document.get("extensions") or {}
-    exporters = document.get("exporters") or {}
+    extensions, exporters = _components(document, "extensions"), _components(document, "exporters")
     found: dict[str, QueueStorage] = {}
     for exporter in disk_hops(document):
         storage_id = str(exporters[exporter]["sending_queue"]["storage"])
@@ -321,6 +327,12 @@ def queue_storages(document: Mapping[str, Any]) -> list[QueueStorage]:
             QueueStorage(Path(body["directory"]), needed * _MIB if rebound else None),
         )
     return list(found.values())
+
+
+def _components(document: Mapping[str, Any], section: str) -> Mapping[str, Any]:
+    """A section's components; a section of another shape holds none the drain can read."""
+    components = document.get(section)
+    return components if isinstance(components, Mapping) else {}
 
 
 def drain_config_document(job_dir: Path) -> dict[str, Any]:

@@ -37,6 +37,8 @@ def outcome_text(job_dir: str, result: DrainResult) -> str:
     line = f"{job_dir}: the backend took {sent} in {result.seconds:.1f}s; "
     if result.empty:
         line += f"the disk queue is empty ({_size(state.files_bytes)} of files left)"
+    elif not state.read:  # the collector did not start, or never got to its queue
+        line += f"the disk queue was not read ({_size(state.files_bytes)} of files on disk)"
     else:
         left = ", ".join(f"{s} {_size(state.queued_bytes.get(s, 0))}" for s in SIGNALS)
         line += f"still queued on disk: {left} (is the backend reachable? run drain again)"
