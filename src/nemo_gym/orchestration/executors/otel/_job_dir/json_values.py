@@ -8,8 +8,9 @@ count nothing from it; it never ends ``report`` in a traceback, and never counts
 take every value through these functions, which raise :class:`UnexpectedJson` (a ``ValueError``)
 at the first value of the wrong type, and parse a whole line before they count from it.
 
-Absent and ``null`` mean empty, as the collector omits empty fields. Lists of items (spans, log
-records, data points) are only measured, not walked: counting stays as cheap as ``len``.
+Absent and ``null`` mean empty, as the collector omits empty fields. Lists of spans and log
+records are only measured, not walked, so counting them stays as cheap as ``len``; data points
+are walked, as their values are read.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 
 class UnexpectedJson(ValueError):
-    """JSON, but not of the shape its reader reads (or not JSON at all)."""
+    """JSON, but not of the shape its reader reads, or nested deeper than the parser goes."""
 
 
 def parsed(text: str | bytes) -> Any:

@@ -214,9 +214,10 @@ def local_drain_document(document: Mapping[str, Any], metrics_port: int) -> dict
 def _section(holder: dict[str, Any], key: str) -> dict[str, Any]:
     """``holder[key]``, made a mapping: the drain writes its own telemetry readers there, and a
     config whose sections are of another shape is the collector's to refuse, with its message."""
-    if not isinstance(holder.get(key), dict):
-        holder[key] = {}
-    return holder[key]  # type: ignore[no-any-return]
+    section = holder.get(key)
+    if not isinstance(section, dict):
+        section = holder[key] = {}
+    return section
 
 
 def token_variable(document: Mapping[str, Any]) -> str | None:
