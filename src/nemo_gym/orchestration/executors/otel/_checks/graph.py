@@ -143,6 +143,13 @@ def _expansions(text: str, path: list[Any], allowed_env: frozenset[str], scan: S
     return names
 
 
+def section_of(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """A top-level section (``receivers``, ``service``, ...) as a mapping; a section of another
+    shape is the schema's to report, and the readers of a config find nothing in it."""
+    section = config.get(name)
+    return section if isinstance(section, Mapping) else {}
+
+
 def pipelines_of(config: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
     """``service.pipelines`` by id, each a mapping; whatever else is written there is the
     schema's to report, and the graph rules, the tenant rules and the graph view skip it."""

@@ -44,7 +44,7 @@ from typing import Any
 from .._common.constants import DEFAULT_TOKEN_ENV
 from .._common.errors import Violation, dotted
 from .._common.hosts import is_loopback
-from .graph import component_type, connector_readers, pipeline_refs, pipelines_of
+from .graph import component_type, connector_readers, pipeline_refs, pipelines_of, section_of
 from .hops import disk_queued, queue_hops
 from .secrets import credential_violations, plain_http_violations
 
@@ -71,7 +71,7 @@ def tenant_processors(config: Mapping[str, Any], token_env: str) -> frozenset[st
     ``Authorization`` with exactly the token's expansion. The rules and the pipeline graph
     (``graph``) both mark the tenant path from here, so they cannot disagree on it."""
     token = _token(token_env)
-    processors = _section(config, "processors")
+    processors = section_of(config, "processors")
     return frozenset(pid for pid, body in processors.items() if _is_tenant(body, token))
 
 
@@ -98,11 +98,6 @@ def tenant_violations(
         *credential_violations(config, policy.token_env, backend_type, frozenset(hops)),
         *plain_http_violations(config, policy.allow_plain_http, backend_type),
     ]
-
-
-def _section(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    section = config.get(name)
-    return section if isinstance(section, Mapping) else {}
 
 
 def _entries(body: Any) -> list[Mapping[str, Any]]:
@@ -157,7 +152,7 @@ def _attribute_site(config: Mapping[str, Any], path: list[Any], token: str) -> b
         and path[4] == "value"
     ):
         return False
-    entry = _entries(_section(config, "processors").get(path[1]))
+    entry = _entries(section_of(config, "processors").get(path[1]))
     index = path[3]
     return isinstance(index, int) and index < len(entry) and _adds_tenant(entry[index], token)
 
@@ -172,7 +167,7 @@ def _mention_violations(config: Mapping[str, Any], tenant_ids: set[str]) -> Iter
     """Outside the tenant processor's own entries (add, convert to string), nothing among
     processors and connectors may name the attribute: a copy, rename or dimension moves it."""
     for section in ("processors", "connectors"):
-        for component_id, body in _section(config, section).items():
+        for component_id, body in section_of(config, section).items():
             if component_id in tenant_ids:
                 for index, entry in enumerate(_entries(body)):
                     if entry.get("key") == TENANT_KEY and (
@@ -216,9 +211,9 @@ def _path_violations(
     A worklist over pipelines: a pipeline is looked at again only when a connector it receives
     from carries a new state, and a connector's states only grow (at most twice), so the work is
     linear in the references, however many pipelines and connectors a config chains."""
-    connectors = set(_section(config, "connectors"))
-    processors = _section(config, "processors")
-    exporters = _section(config, "exporters")
+    connectors = set(section_of(config, "connectors"))
+    processors = section_of(config, "processors")
+    exporters = section_of(config, "exporters")
     pipelines = pipelines_of(config)
     roles = {
         pid: {role: pipeline_refs(p, role) for role in ("receivers", "processors", "exporters")}
@@ -305,7 +300,7 @@ def _endpoint_violations(
     stays inside the collector)."""
     if endpoint is None:
         return
-    for exporter_id, body in _section(config, "exporters").items():
+    for exporter_id, body in section_of(config, "exporters").items():
         if component_type(exporter_id) != backend_type or not isinstance(body, Mapping):
             continue
         if exporter_id in hops:
@@ -337,7 +332,7 @@ def _listeners(config: Mapping[str, Any]) -> Iterator[tuple[list[Any], str]]:
     """Every address the collector binds for its receivers and extensions (its own telemetry
     may bind none: :func:`_telemetry_violations`)."""
     for section in ("receivers", "extensions"):
-        yield from _endpoints(_section(config, section), [section])
+        yield from _endpoints(section_of(config, section), [section])
 
 
 _TELEMETRY_PORT_FIX = (
@@ -350,7 +345,7 @@ _TELEMETRY_PORT_FIX = (
 def telemetry_warnings(config: Mapping[str, Any]) -> list[Violation]:
     """A config with no ``service.telemetry`` at all (hand-written; every rendering has the
     block) binds ``localhost:8888`` too: said, not refused."""
-    if "telemetry" in _section(config, "service"):
+    if "telemetry" in section_of(config, "service"):
         return []
     return [
         Violation(
@@ -365,7 +360,7 @@ def _telemetry_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
     """A telemetry block binds nothing: the collector's own metrics take ``localhost:8888``
     unless their level is ``none`` or every reader pushes; a pull reader or an ``address``
     binds a port of its own."""
-    service = _section(config, "service")
+    service = section_of(config, "service")
     if "telemetry" not in service:
         return  # no block at all: a warning (telemetry_warnings), as for a hand-written config
     telemetry = service.get("telemetry")

@@ -35,6 +35,7 @@ from .json_values import (
     attributes,
     counter_value,
     data_points,
+    group_metrics,
     json_array,
     json_object,
     json_objects,
@@ -191,8 +192,7 @@ def _counters(group: dict[str, Any]) -> list[_Counter]:
             unix_nano(point),
             counter_value(point),
         )
-        for scope in json_objects(group.get("scopeMetrics"))
-        for metric in json_objects(scope.get("metrics"))
+        for metric in group_metrics(group)
         for point in data_points(metric, _POINT_KINDS)
     ]
 

@@ -79,6 +79,15 @@ def resource_attributes(group: dict[str, Any]) -> dict[str, str]:
     return attributes(json_object(group.get("resource")).get("attributes"))
 
 
+def group_metrics(group: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every metric of a metrics line's resource group, across its scopes."""
+    return [
+        metric
+        for scope in json_objects(group.get("scopeMetrics"))
+        for metric in json_objects(scope.get("metrics"))
+    ]
+
+
 def metric_name(metric: dict[str, Any]) -> str:
     name = metric.get("name")
     if not isinstance(name, str):

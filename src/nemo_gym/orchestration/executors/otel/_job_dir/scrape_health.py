@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from .._templating.scrape import TARGETS_DIR
-from .json_values import data_points, json_object, json_objects, parsed, point_value, unix_nano
+from .json_values import (
+    data_points,
+    group_metrics,
+    json_object,
+    json_objects,
+    parsed,
+    point_value,
+    unix_nano,
+)
 
 UP = "up"
 
@@ -80,12 +88,7 @@ def up_readings(group: dict[str, Any], resource: dict[str, str]) -> list[tuple[i
     Raises :class:`.json_values.UnexpectedJson` for a group of another shape."""
     if "service.instance.id" not in resource:
         return None
-    ups = [
-        metric
-        for scope in json_objects(group.get("scopeMetrics"))
-        for metric in json_objects(scope.get("metrics"))
-        if metric.get("name") == UP and "gauge" in metric
-    ]
+    ups = [m for m in group_metrics(group) if m.get("name") == UP and "gauge" in m]
     if not ups:
         return None
     return [

@@ -49,7 +49,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .._checks.graph import component_type, pipeline_refs, pipelines_of
+from .._checks.graph import component_type, pipeline_refs, pipelines_of, section_of
 from .._checks.hops import disk_hops
 from .._common.constants import (
     COLLECTOR_DIR,
@@ -282,7 +282,7 @@ def _get(url: str) -> str | None:
 
 def health_url(document: Mapping[str, Any]) -> str | None:
     """Where the drain config's health check answers, when it has one."""
-    for extension_id, body in _components(document, "extensions").items():
+    for extension_id, body in section_of(document, "extensions").items():
         if str(extension_id).split("/")[0] == "health_check" and isinstance(body, Mapping):
             endpoint = body.get("endpoint")
             if isinstance(endpoint, str):
@@ -297,7 +297,7 @@ def relocated(document: Mapping[str, Any], job_dir: Path) -> dict[str, Any]:
     empty queue at the old path, and the drain report nothing queued."""
     local = copy.deepcopy(dict(document))
     here = str(job_dir.absolute() / COLLECTOR_DIR / QUEUE_DIR_NAME)
-    for extension_id, body in _components(local, "extensions").items():
+    for extension_id, body in section_of(local, "extensions").items():
         if component_type(str(extension_id)) != "file_storage" or not isinstance(body, dict):
             continue
         for holder in (body, body.get("compaction")):
@@ -312,7 +312,7 @@ def relocated(document: Mapping[str, Any], job_dir: Path) -> dict[str, Any]:
 
 def queue_storages(document: Mapping[str, Any]) -> list[QueueStorage]:
     """The storages the drain config's disk queues keep their databases in."""
-    extensions, exporters = _components(document, "extensions"), _components(document, "exporters")
+    extensions, exporters = section_of(document, "extensions"), section_of(document, "exporters")
     found: dict[str, QueueStorage] = {}
     for exporter in disk_hops(document):
         storage_id = str(exporters[exporter]["sending_queue"]["storage"])
@@ -328,12 +328,6 @@ def queue_storages(document: Mapping[str, Any]) -> list[QueueStorage]:
             QueueStorage(Path(body["directory"]), needed * _MIB if rebound else None),
         )
     return list(found.values())
-
-
-def _components(document: Mapping[str, Any], section: str) -> Mapping[str, Any]:
-    """A section's components; a section of another shape holds none the drain can read."""
-    components = document.get(section)
-    return components if isinstance(components, Mapping) else {}
 
 
 def drain_config_document(job_dir: Path) -> dict[str, Any]:
