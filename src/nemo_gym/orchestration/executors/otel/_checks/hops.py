@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._common.hosts import is_loopback
-from .graph import component_type
+from .graph import component_type, section_of
 
 _PER_SIGNAL_KEYS = ("traces_endpoint", "metrics_endpoint", "logs_endpoint")
 
@@ -51,9 +51,8 @@ def _send_address(url: Any) -> tuple[str, int] | None:
 
 def hop_receivers(config: Mapping[str, Any]) -> dict[tuple[str, int], str]:
     """Loopback address -> the ``otlp`` receiver whose HTTP protocol binds it."""
-    receivers = config.get("receivers")
     found: dict[tuple[str, int], str] = {}
-    for receiver_id, body in (receivers if isinstance(receivers, Mapping) else {}).items():
+    for receiver_id, body in section_of(config, "receivers").items():
         if component_type(str(receiver_id)) != "otlp" or not isinstance(body, Mapping):
             continue
         protocols = body.get("protocols")
@@ -68,9 +67,8 @@ def queue_hops(config: Mapping[str, Any]) -> dict[str, str]:
     """Exporter id -> the collector's own receiver it sends to (an ``http://`` endpoint: an
     OTLP/HTTP exporter, whatever the line calls its type)."""
     receivers = hop_receivers(config)
-    exporters = config.get("exporters")
     hops: dict[str, str] = {}
-    for exporter_id, body in (exporters if isinstance(exporters, Mapping) else {}).items():
+    for exporter_id, body in section_of(config, "exporters").items():
         if not isinstance(body, Mapping) or any(key in body for key in _PER_SIGNAL_KEYS):
             continue
         receiver = receivers.get(_send_address(body.get("endpoint")) or ("", -1))
@@ -81,8 +79,7 @@ def queue_hops(config: Mapping[str, Any]) -> dict[str, str]:
 
 def disk_hops(config: Mapping[str, Any]) -> dict[str, str]:
     """Hop exporter -> its receiver, for the hops whose queue is on disk."""
-    exporters = config.get("exporters")
-    bodies = exporters if isinstance(exporters, Mapping) else {}
+    bodies = section_of(config, "exporters")
     return {e: r for e, r in queue_hops(config).items() if disk_queued(bodies.get(e))}
 
 

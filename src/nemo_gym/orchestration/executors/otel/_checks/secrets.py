@@ -33,7 +33,7 @@ from typing import Any
 
 from .._common.errors import Violation, dotted
 from .._common.hosts import cleartext_off_node, url_userinfo
-from .graph import component_type
+from .graph import component_type, section_of
 
 # Sections whose components hold clients or credentials; processors and connectors hold neither.
 CREDENTIAL_SECTIONS = ("receivers", "exporters", "extensions")
@@ -212,8 +212,7 @@ def plain_http_violations(
     """An OTLP/HTTP exporter sends the token in its header: never in cleartext off the node."""
     if allow_plain_http:
         return
-    exporters = config.get("exporters")
-    for exporter_id, body in (exporters if isinstance(exporters, Mapping) else {}).items():
+    for exporter_id, body in section_of(config, "exporters").items():
         if component_type(str(exporter_id)) != backend_type or not isinstance(body, Mapping):
             continue
         for key in ("endpoint", "traces_endpoint", "metrics_endpoint", "logs_endpoint"):

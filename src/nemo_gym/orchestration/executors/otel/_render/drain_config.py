@@ -21,7 +21,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._checks.graph import SECTIONS, component_type, pipeline_refs, pipelines_of, signal_of
+from .._checks.graph import (
+    SECTIONS,
+    component_type,
+    pipeline_refs,
+    pipelines_of,
+    section_of,
+    signal_of,
+)
 from .._checks.hops import disk_hops
 from .._templating.file_compression import gate_arguments
 
@@ -31,11 +38,10 @@ DRAIN_FILES_PIPELINE = "metrics/drain_readings"
 def drain_document(config: Mapping[str, Any]) -> dict[str, Any] | None:
     """The drain config cut from a job's parsed config; None when nothing is queued on disk."""
     hops = disk_hops(config)
-    receivers = config.get("receivers")
     ingest = next(
         (
             str(r)
-            for r in (receivers if isinstance(receivers, Mapping) else {})
+            for r in section_of(config, "receivers")
             if component_type(str(r)) == "otlp" and r not in hops.values()
         ),
         None,
@@ -72,17 +78,16 @@ def drain_document(config: Mapping[str, Any]) -> dict[str, Any] | None:
             document[section] = dict(components)
         else:
             document[section] = {k: v for k, v in components.items() if k in used}
-    service = dict(config.get("service") or {})
+    service = dict(section_of(config, "service"))
     service["pipelines"] = kept
     document["service"] = service
     return document
 
 
 def _compressing_file_exporters(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    exporters = document.get("exporters")
     return [
         body
-        for name, body in (exporters if isinstance(exporters, Mapping) else {}).items()
+        for name, body in section_of(document, "exporters").items()
         if component_type(str(name)) == "file"
         and isinstance(body, Mapping)
         and body.get("compression")
