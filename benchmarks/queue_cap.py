@@ -1,20 +1,24 @@
 """The backend's disk queue filled to its cap (``otel.backend_queue_megabytes``, 4096 MiB per
-signal by default) and emptied again.
+signal by default) at the large job's load, and emptied again.
 
 At the large job's load the default cap holds about two hours of spans, too long to fill in a
-benchmark run, so the load here is ten times the large job's (the rig of ``long_jobs``, the
-``current`` line's default combination, the backend a black hole from the end of a warm-up).
-It answers what only a full-size queue can: how long the cap holds, how far the queue's files
-outgrow the cap's bytes of protobuf, what the collector's memory does while its database grows
-to gigabytes and is read back, that a full queue refuses the newest data and the collector logs
-the count while the files still get everything, and how long the backlog takes to reach the
-backend once it is back (with the load stopped: the job has moved on, the queue has not).
+benchmark run. So the queue is filled at ten times that load (``FILL_FACTOR``; the rig of
+``long_jobs``, the ``current`` line's default combination, the backend a black hole from the end
+of a warm-up) until its largest file, the spans', holds ``FAST_FILL_SHARE`` of the cap, and then
+at the large job's load until it is full and one step more: the cap is reached, and the queue
+refuses, at the load the package is sized for. It answers what only a full-size queue can: how
+long the cap holds, how far the queue's files outgrow the cap's bytes of protobuf, what the
+collector's memory does while its database grows to gigabytes and is read back, that a full
+queue refuses the newest data and the collector logs the count while the files still get
+everything, and how long the backlog takes to reach the backend once it is back (with the load
+stopped: the job has moved on, the queue has not).
 
-The fill runs in steps of ``STEP_SECONDS`` of load until the collector logs a refusal (the
-spans' queue, the largest, is full first) or ``FILL_LIMIT_SECONDS`` pass; then one more step at
-the cap. Between steps the rig counts what reached the files, during which no load is offered.
-The collector logs a refused request's items whatever their origin, so for points the refused
-count includes the scraped and span-metrics points the backend's count leaves out.
+The fill runs in steps of at most ``STEP_SECONDS`` of load (shorter as the fast fill nears its
+share, so that it does not overshoot) until the collector logs a refusal (the spans' queue, the
+largest, is full first) or ``FILL_LIMIT_SECONDS`` pass; then one more step at the cap. Between
+steps the rig counts what reached the files, during which no load is offered. The collector
+logs a refused request's items whatever their origin, so for points the refused count includes
+the scraped and span-metrics points the backend's count leaves out.
 
 Then the same again with the collector in a memory cgroup (``_memory_cgroup.py``, where this
 machine can make one) of ``BOUND_MIB``: whether the page cache of a full queue, which RSS counts
@@ -44,9 +48,11 @@ from .long_jobs import (
 
 LINE = "current"
 HOST = "127.0.0.78"
-FACTOR = 10
+FILL_FACTOR = 10
+FAST_FILL_SHARE = 0.95  # of the cap, in bytes of the largest queue file
 CAP_MIB = {True: 64, False: None}  # None: the default cap
 STEP_SECONDS = 30
+PROBE_SECONDS = 5  # the fast fill's first step, which measures how fast the queue grows
 FILL_LIMIT_SECONDS = {True: 300, False: 2400}
 QUIET_SECONDS = 60  # the backlog is out when the backend got nothing new for this long
 BOUND_MIB = 512
@@ -70,8 +76,15 @@ def _memory(rig: Rig, start: float, end: float) -> dict[str, float]:
     }
 
 
+def _rates(factor: int) -> dict[str, float]:
+    return {s: rate * factor for s, rate in LARGE_JOB.items()}
+
+
+def _largest_queue_file(rig: Rig) -> int:
+    return max(_queue_files(rig.job_dir / "otel").values(), default=0)
+
+
 def _fill_and_drain(quick: bool, memory_limit: int | None) -> dict[str, Any]:
-    rates = {s: rate * FACTOR for s, rate in LARGE_JOB.items()}
     cap = CAP_MIB[quick]
     otel = {} if cap is None else {"backend_queue_megabytes": cap}
     binary = collector_binary(LINE)
@@ -84,10 +97,24 @@ def _fill_and_drain(quick: bool, memory_limit: int | None) -> dict[str, Any]:
         fill_started = time.monotonic()
         rig.sampler.take_peaks()  # the warm-up's
         growth: list[dict[str, Any]] = []
-        full_after: dict[str, int] = {}  # seconds of load, to the end of the step
+        full_after: dict[str, float] = {}  # seconds of load, to the end of the step
+        fast_bytes = FAST_FILL_SHARE * rig.config.otel.backend_queue_megabytes * MIB
+        factor, loaded, fast_seconds = FILL_FACTOR, 0.0, 0.0
+        memory: dict[str, dict[str, float]] = {}
+        at_load_started = fill_started
         while time.monotonic() - fill_started < FILL_LIMIT_SECONDS[quick]:
-            steps.append(rig.step(rates, STEP_SECONDS))
-            loaded = STEP_SECONDS * len(steps[1:])
+            seconds = float(STEP_SECONDS)
+            if factor == FILL_FACTOR:  # the next step ends near the fast fill's share
+                per_second = _largest_queue_file(rig) / loaded if loaded else 0.0
+                left = (fast_bytes - _largest_queue_file(rig)) / per_second if per_second else 0
+                seconds = min(seconds, max(1.0, left)) if per_second else PROBE_SECONDS
+            steps.append(rig.step(_rates(factor), seconds))
+            loaded += seconds
+            if factor == FILL_FACTOR:
+                fast_seconds = loaded
+                if _largest_queue_file(rig) >= fast_bytes:
+                    factor, at_load_started = 1, time.monotonic()
+                    memory["fast fill"] = _memory(rig, fill_started, at_load_started)
             refused = _refused(rig)
             for s in SIGNALS:
                 if refused[s] and s not in full_after:
@@ -95,19 +122,24 @@ def _fill_and_drain(quick: bool, memory_limit: int | None) -> dict[str, Any]:
             growth.append(
                 {
                     "load_seconds": loaded,
+                    "factor": steps[-1].offered["traces"] / LARGE_JOB["traces"],
                     "queue_files": _queue_files(rig.job_dir / "otel"),
                     "refused": refused,
                 }
             )
             _log(
-                f"queue cap: {loaded}s of load, queue "
+                f"queue cap: {loaded:.0f}s of load, queue "
                 f"{sum(growth[-1]['queue_files'].values()) / MIB:.0f} MiB, refused {refused}"
             )
             if full_after:
                 break
-        steps.append(rig.step(rates, STEP_SECONDS))  # at the cap
-        fill_ended = time.monotonic()
-        fill_memory = _memory(rig, fill_started, fill_ended)
+        at_cap_started = time.monotonic()
+        memory["fill at the load" if factor == 1 else "fill"] = _memory(
+            rig, at_load_started, at_cap_started
+        )
+        steps.append(rig.step(_rates(factor), STEP_SECONDS))
+        loaded += STEP_SECONDS
+        memory["at the cap"] = _memory(rig, at_cap_started, time.monotonic())
         at_cap = _queue_files(rig.job_dir / "otel")
         cap_mib = rig.config.otel.backend_queue_megabytes
         refused = _refused(rig)
@@ -125,15 +157,19 @@ def _fill_and_drain(quick: bool, memory_limit: int | None) -> dict[str, Any]:
                 break
         drained_s = last_change - back
         arrived, _ = rig._arrived()
-        drain_memory = _memory(rig, back, time.monotonic())
+        memory["reading back"] = _memory(rig, back, time.monotonic())
         bound = _bound(rig)
     result = {
         "line": LINE,
-        "factor": FACTOR,
+        "fill_factor": FILL_FACTOR,
+        "fast_fill_seconds": fast_seconds,
+        "full_at_factor": steps[-1].offered["traces"] / LARGE_JOB["traces"],
         "cap_mib": cap_mib,
         "memory_cgroup": bound,
-        "load_seconds": STEP_SECONDS * len(steps[1:]),
-        "slowest_step_rate": {s: min(st.achieved[s] for st in steps[1:]) for s in SIGNALS},
+        "load_seconds": loaded,
+        "slowest_step_share_of_offered": {
+            s: min(st.achieved[s] / st.offered[s] for st in steps[1:]) for s in SIGNALS
+        },
         "full_after_seconds": full_after,
         "growth": growth,
         "queue_files_at_cap": at_cap,
@@ -147,7 +183,7 @@ def _fill_and_drain(quick: bool, memory_limit: int | None) -> dict[str, Any]:
             s: arrived["backend"].get(s, 0) - want[s] for s in SIGNALS
         },
         "drain_seconds": drained_s,
-        "memory": {"fill": fill_memory, "drain": drain_memory},
+        "memory": memory,
     }
     _log(f"queue cap: {result}")
     return result
@@ -166,10 +202,13 @@ def queue_cap(quick: bool) -> dict[str, Any]:
 
 def _rows(r: dict[str, Any]) -> list[tuple[str, str]]:
     bound = r["memory_cgroup"]
-    where = f"{LINE}, {FACTOR}x the load, cap {r['cap_mib']} MiB per signal" + (
-        "" if bound is None else f", memory cgroup of {bound['limit_mib']:.0f} MiB"
+    where = (
+        f"{LINE}, filled at {r['fill_factor']}x the load for {r['fast_fill_seconds']:.0f} s, "
+        f"full at {r['full_at_factor']:.0f}x, cap {r['cap_mib']} MiB per signal"
+    ) + ("" if bound is None else f", memory cgroup of {bound['limit_mib']:.0f} MiB")
+    full = (
+        ", ".join(f"{s} after {v:.0f} s" for s, v in r["full_after_seconds"].items()) or "not full"
     )
-    full = ", ".join(f"{s} after {v} s" for s, v in r["full_after_seconds"].items()) or "not full"
     memory = "; ".join(
         f"{phase} {m['rss_mib']:.0f} / {m['anonymous_mib']:.0f} / {m['queue_mib']:.0f}"
         for phase, m in r["memory"].items()
