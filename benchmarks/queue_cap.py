@@ -105,9 +105,12 @@ def _fill_and_drain(quick: bool, memory_limit: int | None) -> dict[str, Any]:
         while time.monotonic() - fill_started < FILL_LIMIT_SECONDS[quick]:
             seconds = float(STEP_SECONDS)
             if factor == FILL_FACTOR:  # the next step ends near the fast fill's share
-                per_second = _largest_queue_file(rig) / loaded if loaded else 0.0
-                left = (fast_bytes - _largest_queue_file(rig)) / per_second if per_second else 0
-                seconds = min(seconds, max(1.0, left)) if per_second else PROBE_SECONDS
+                largest = _largest_queue_file(rig)
+                per_second = largest / loaded if loaded else 0.0
+                if per_second:
+                    seconds = min(seconds, max(1.0, (fast_bytes - largest) / per_second))
+                else:
+                    seconds = PROBE_SECONDS
             steps.append(rig.step(_rates(factor), seconds))
             loaded += seconds
             if factor == FILL_FACTOR:

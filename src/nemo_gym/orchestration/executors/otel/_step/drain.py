@@ -283,7 +283,7 @@ def _get(url: str) -> str | None:
 def health_url(document: Mapping[str, Any]) -> str | None:
     """Where the drain config's health check answers, when it has one."""
     for extension_id, body in section_of(document, "extensions").items():
-        if str(extension_id).split("/")[0] == "health_check" and isinstance(body, Mapping):
+        if component_type(str(extension_id)) == "health_check" and isinstance(body, Mapping):
             endpoint = body.get("endpoint")
             if isinstance(endpoint, str):
                 return f"http://{endpoint}{body.get('path', '/')}"
