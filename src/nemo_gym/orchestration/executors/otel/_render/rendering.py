@@ -29,6 +29,7 @@ from .._common.errors import (
 from .._submit.config import SubmitConfig
 from .._submit.job_dir_path import JOB_DIR_KEY, check_job_dir, job_dir_warnings
 from .._submit.rules import validate_destination
+from .._submit.token import refuse_rendered_token, refuse_written_token
 from .._templating.catalogue import Line, search_path, template_set
 from .._templating.context import checked, template_context
 from .._templating.environment import render_template
@@ -67,6 +68,7 @@ def check_render_inputs(
     checked(benchmark_name, dotted(["driver", "benchmarks", benchmark_name]))
     bench_dir = check_job_dir(config, benchmark_name, remote_bench_dir)
     validate_destination(config)
+    refuse_written_token(config, {JOB_DIR_KEY: remote_bench_dir})
     return bench_dir
 
 
@@ -96,6 +98,7 @@ def render_unchecked(
     info, line = templates.select(config.otel.collector_version, config.otel.exporters)
     context = template_context(config, benchmark_name, bench_dir, info, line)
     text = render_template(templates, info, context)
+    refuse_rendered_token(config, text, info.name)
     otel = config.otel
     policy = TenantPolicy(otel.token_env, otel.listen_host, otel.endpoint, otel.allow_plain_http)
     warnings = tuple(job_dir_warnings(config, bench_dir))

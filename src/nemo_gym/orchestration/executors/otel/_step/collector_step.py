@@ -35,7 +35,7 @@ from .._common.constants import (
 from .._common.hosts import host_port
 from .._render.rendering import bench_dir_argument, check_render_inputs, collector_config_path
 from .._submit.config import SubmitConfig
-from .._templating.context import checked, delivery_report_endpoint
+from .._templating.context import delivery_report_endpoint, scrape_checked
 from .._templating.file_compression import (
     compresses_files,
     file_rotation,
@@ -190,7 +190,7 @@ def collector_step(
         shutdown_wait_seconds=SHUTDOWN_WAIT_SECONDS,
         pools=pool_names(config),
         targets_dir=targets_dir(bench_dir),
-        scrape_jobs=tuple(scrape_jobs(config, checked(otel.component, "otel.component"))),
+        scrape_jobs=tuple(scrape_jobs(config, scrape_checked(otel.component, "otel.component"))),
         drain_name=f"{COLLECTOR_SERVICE_NAME}_drain",
         drain_command=(otel.binary, f"--config=file:{drain_path}", *gates),
         drain_config_path=drain_path,

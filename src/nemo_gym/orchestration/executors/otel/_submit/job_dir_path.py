@@ -14,14 +14,12 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from .._common.characters import invalid_character
+from .._common.characters import invalid_character, prometheus_unreadable
 from .._common.errors import SubmitConfigError, Violation
 from .config import SubmitConfig
+from .rules import benchmark_folder
 
 JOB_DIR_KEY = "remote_bench_dir"  # the API parameter; the CLI names it --job-dir
-# Measured on both lines' binaries: a job directory holding one of these fails the Prometheus
-# receiver's own YAML round trip (yaml: could not find expected ':' / control characters).
-_PROMETHEUS_YAML = frozenset("\u2028\u2029\ufffe\uffff")
 
 
 def _refuse(reason: str) -> SubmitConfigError:
@@ -44,7 +42,7 @@ def _unusable_character(path: str) -> str | None:
             f"contains the control character U+{ord(bad):04X}, which neither the step's command "
             "line nor the collector's config can carry"
         )
-    bad = next((char for char in path if char in _PROMETHEUS_YAML), None)
+    bad = prometheus_unreadable(path)
     if bad is not None:
         return (
             f"contains U+{ord(bad):04X}, which the collector's Prometheus receiver cannot read back "
@@ -52,13 +50,6 @@ def _unusable_character(path: str) -> str | None:
             "where this is a line break or not allowed)"
         )
     return None
-
-
-def benchmark_folder(benchmark_name: str) -> str:
-    """The last part of a benchmark's job directory: its name, which is one folder unless it
-    holds a ``/`` (written ``_``) or is ``.`` or ``..`` (written ``_.``, ``_..``)."""
-    folder = benchmark_name.replace("/", "_")
-    return f"_{folder}" if folder in (".", "..") else folder
 
 
 def check_job_dir(
@@ -80,6 +71,12 @@ def check_job_dir(
     unusable = _unusable_character(remote_bench_dir)
     if unusable is not None:
         raise _refuse(unusable)
+    if config.otel.container is not None and {",", ":"} & set(remote_bench_dir):
+        raise _refuse(
+            "contains ',' or ':', which Pyxis's --container-mounts reads as separators (of mounts, "
+            "and of source and target), so the collector's container would not see its job "
+            "directory; pick a job.output_path and run id without them, or set otel.container: null"
+        )
     if bench_dir.name != benchmark_folder(benchmark_name):
         raise _refuse(
             "must end in the benchmark being rendered (--benchmark; a '/' in its name written "

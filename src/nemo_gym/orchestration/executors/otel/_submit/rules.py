@@ -11,6 +11,7 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from .._common.constants import (
     COLLECTOR_HEALTH_PORT,
@@ -18,24 +19,58 @@ from .._common.constants import (
     GYM_TELEMETRY_EXTRA,
     OTLP_GRPC_PORT,
     OTLP_HTTP_PORT,
+    QUEUE_HOP_PORT,
 )
 from .._common.errors import SubmitConfigError
-from .._common.hosts import cleartext_off_node, url_userinfo
+from .._common.hosts import cleartext_off_node, is_loopback, is_wildcard, url_userinfo
 
 if TYPE_CHECKING:
     from .config import SubmitConfig
 
 _HOST_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+_NOT_AN_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+# The ports of the job's own collector: its listeners on otel.listen_host and the disk
+# queue's hop on loopback.
+_OWN_PORTS = {
+    COLLECTOR_HEALTH_PORT: "the collector's health check",
+    OTLP_GRPC_PORT: "the collector's OTLP/gRPC receiver",
+    OTLP_HTTP_PORT: "the collector's OTLP/HTTP receiver",
+}
+_HOP_PORT = {QUEUE_HOP_PORT: "the receiver of the collector's disk-queue hop"}
 
 
 def check_config_rules(config: SubmitConfig) -> None:
     """Raise on the first rule ``config`` breaks."""
+    _check_benchmark_folders(config)
     _check_policy_model(config)
     _check_node_pools(config)
     _check_scrape_interval(config)
     _check_ports(config)
     _check_listen_host(config)
     _check_endpoint(config)
+
+
+def benchmark_folder(benchmark_name: str) -> str:
+    """The last part of a benchmark's job directory: its name, which is one folder unless it
+    holds a ``/`` (written ``_``) or is ``.`` or ``..`` (written ``_.``, ``_..``)."""
+    folder = benchmark_name.replace("/", "_")
+    return f"_{folder}" if folder in (".", "..") else folder
+
+
+def _check_benchmark_folders(config: SubmitConfig) -> None:
+    """Two benchmarks written to one folder would share one job directory: the second's
+    collector.yaml would replace the first's, and their files would mix."""
+    seen: dict[str, str] = {}
+    for name in config.driver.benchmarks:
+        folder = benchmark_folder(name)
+        if folder in seen:
+            raise SubmitConfigError(
+                f"driver.benchmarks.{name}",
+                f"is written to the job directory folder {folder!r}, like the benchmark "
+                f"{seen[folder]!r} ('/' becomes '_'), so both would share one job directory; "
+                "rename one of them",
+            )
+        seen[folder] = name
 
 
 def _check_policy_model(config: SubmitConfig) -> None:
@@ -115,6 +150,30 @@ def _check_endpoint(config: SubmitConfig) -> None:
             "every job's collector.yaml; remove it: the ingest token travels in the Authorization "
             "header (otel.token_env)",
         )
+    try:
+        parts = urlsplit(endpoint)
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise SubmitConfigError(
+            "otel.endpoint",
+            "has a port that is not a number from 1 to 65535, so the collector would refuse the "
+            "URL and not start; write it as https://host:port or leave the port out",
+        )
+    if _NOT_AN_ESCAPE.search(endpoint):
+        raise SubmitConfigError(
+            "otel.endpoint",
+            "holds a '%' that does not start an escape of two hex digits, so the collector "
+            "would refuse the URL and not start; write a literal '%' as %25",
+        )
+    own = _own_collector_port(parts.hostname or "", port, config.otel.listen_host)
+    if own is not None:
+        raise SubmitConfigError(
+            "otel.endpoint",
+            f"points at the job's own collector (port {port} is {own}), which would send "
+            "everything back into itself and never to a backend; set the backend's URL",
+        )
     if cleartext_off_node(endpoint) and not config.otel.allow_plain_http:
         raise SubmitConfigError(
             "otel.endpoint",
@@ -122,6 +181,20 @@ def _check_endpoint(config: SubmitConfig) -> None:
             "the network in cleartext on every request; use https://, or set "
             "otel.allow_plain_http: true for a proxy on the node's private network",
         )
+
+
+def _own_collector_port(host: str, port: int | None, listen_host: str) -> str | None:
+    """What of the job's own collector answers at ``host:port``, if anything: its listeners
+    answer on ``listen_host`` (on loopback too when that is loopback or a wildcard), the
+    queue's hop on loopback."""
+    host = host.lower()
+    if port in _HOP_PORT and is_loopback(host):
+        return _HOP_PORT[port]
+    listen = listen_host.lower()
+    on_listener = host == listen or (
+        is_loopback(host) and (is_loopback(listen) or is_wildcard(listen))
+    )
+    return _OWN_PORTS.get(port) if on_listener and port is not None else None
 
 
 def listen_host_is_valid(host: str) -> bool:
@@ -139,11 +212,7 @@ def listen_host_is_valid(host: str) -> bool:
 
 def _check_ports(config: SubmitConfig) -> None:
     otel = config.otel
-    reserved = {
-        COLLECTOR_HEALTH_PORT: "the collector's health check",
-        OTLP_GRPC_PORT: "the collector's OTLP/gRPC receiver",
-        OTLP_HTTP_PORT: "the collector's OTLP/HTTP receiver",
-    }
+    reserved = _OWN_PORTS
     scraped: dict[int, str] = {}
     for key, port in (
         ("gpu_metrics_port", otel.gpu_metrics_port),

@@ -39,6 +39,7 @@ import os
 from pathlib import PurePosixPath
 from typing import Any
 
+from .._common.characters import prometheus_unreadable
 from .._common.constants import (
     COLLECTOR_DIR,
     COLLECTOR_HEALTH_PORT,
@@ -90,6 +91,20 @@ def checked(value: str, path: str) -> str:
     return value
 
 
+def scrape_checked(value: str, path: str) -> str:
+    """Like :func:`checked`, for a value that lands in the Prometheus receiver's scrape config
+    (``otel.component``, the prefix of the model scrape jobs' names)."""
+    bad = prometheus_unreadable(checked(value, path))
+    if bad is not None:
+        raise SubmitConfigError(
+            path,
+            f"contains U+{ord(bad):04X}, which the collector's Prometheus receiver cannot read "
+            "back (it rewrites its scrape config as YAML, where this is a line break or not "
+            "allowed); remove it",
+        )
+    return value
+
+
 def delivery_report_endpoint(listen_host: str) -> str:
     """Where the collector pushes its own counters (``otel.delivery_report``): its OTLP/HTTP
     receiver. The job step knows a lost push to it by this URL."""
@@ -128,7 +143,7 @@ _GLOB_CHARACTERS = "*?[\\"
 
 
 def _scrape_jobs(config: SubmitConfig, bench_dir: PurePosixPath) -> list[dict[str, Any]]:
-    component = checked(config.otel.component, "otel.component")
+    component = scrape_checked(config.otel.component, "otel.component")
     jobs = scrape_jobs(config, component)
     glob = next((c for c in str(bench_dir) if c in _GLOB_CHARACTERS), None)
     if jobs and glob is not None:
