@@ -264,12 +264,18 @@ def retried_after_timeout(log_text: str, exporters: set[str] | frozenset[str]) -
     answer in time (the backend may hold their items twice), from a collector's log."""
     counts: dict[str, int] = {}
     for line in log_text.splitlines():
-        if not _RETRIED_AFTER_TIMEOUT.search(line):
-            continue
-        exporter, signal_name = _EXPORTER_FIELD.search(line), _SIGNAL_FIELD.search(line)
-        if exporter and signal_name and exporter[1] in exporters:
-            counts[signal_name[1]] = counts.get(signal_name[1], 0) + 1
+        retried = retried_request(line)
+        if retried and retried[0] in exporters:
+            counts[retried[1]] = counts.get(retried[1], 0) + 1
     return counts
+
+
+def retried_request(line: str) -> tuple[str, str] | None:
+    """(exporter, signal) of a log line saying a request is retried after a timeout."""
+    if not _RETRIED_AFTER_TIMEOUT.search(line):
+        return None
+    exporter, signal_name = _EXPORTER_FIELD.search(line), _SIGNAL_FIELD.search(line)
+    return (exporter[1], signal_name[1]) if exporter and signal_name else None
 
 
 def _get(url: str) -> str | None:
