@@ -279,14 +279,16 @@ def drain(args: argparse.Namespace) -> int:
     result = run_drain(
         job_dir, binary, timeout_seconds=args.timeout, progress=progress if terminal else None
     )
-    if terminal:
-        print(file=sys.stderr)
-    append_record(job_dir, result)
+    ran = result.nothing_queued is None  # no queue folder: nothing ran, nothing to record
+    if ran:
+        if terminal:
+            print(file=sys.stderr)
+        append_record(job_dir, result)
     if args.format == "json":
         print(json.dumps(outcome_json(str(job_dir), result), indent=2))
     else:
         print(outcome_text(str(job_dir), result))
-    if not result.state.read:
+    if ran and not result.state.read:
         print(
             f"{PROG}: error: the drain's collector never reported its queue (exit status "
             f"{result.exit_status}); its log ends: {result.log_tail}",
