@@ -421,20 +421,6 @@ def test_a_zst_file_that_is_no_zstd_stream_is_not_called_truncated(tmp_path: Pat
     ], traces
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any folder")
-def test_an_unreadable_otel_folder_is_named_itself(tmp_path: Path) -> None:
-    job = _job(tmp_path, [json.dumps(_traces(3)) + "\n"], [_reading("a", NOW, _counters(3))])
-    (job / "otel").chmod(0)
-    try:
-        result = helpers.run_cli("report", job, cwd=tmp_path)
-    finally:
-        (job / "otel").chmod(0o755)
-    assert result.returncode == 2, result.stderr
-    assert helpers.error_lines(result.stderr) == [
-        f"{job / 'otel'}: cannot read the folder (Permission denied); let this user read it"
-    ]
-
-
 def test_lines_are_read_in_chunks_and_long_ones_skipped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
