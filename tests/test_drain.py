@@ -4,6 +4,8 @@ real collectors are in ``tests/e2e/test_outages.py``."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import threading
 import time
@@ -308,3 +310,88 @@ def test_the_collector_refuses_an_edited_drain_config_in_its_own_words(tmp_path:
     assert "never reported its queue" in result.stderr
     assert "'extensions' expected a map" in result.stderr
     assert "the disk queue was not read" in result.stdout
+
+
+def _fake_collector(tmp_path: Path) -> tuple[Path, Path]:
+    """A "collector" that leaves a mark when it runs and reports nothing."""
+    mark = tmp_path / "collector-ran"
+    script = tmp_path / "otelcol-fake"
+    script.write_text(f"#!/bin/sh\ntouch {mark}\n", encoding="utf-8")
+    script.chmod(0o755)
+    return script, mark
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_a_queue_never_created_is_nothing_to_drain(tmp_path: Path, output: str) -> None:
+    """drain.yaml but no otel/queue/ (the job never ran): nothing runs, nothing is written, 0."""
+    job_dir = _job_dir(tmp_path)
+    collector, mark = _fake_collector(tmp_path)
+    before = _listing(job_dir)
+    result = helpers.run_cli(
+        *("drain", job_dir, "--collector", collector, "--format", output),
+        cwd=tmp_path,
+        env=helpers.cli_env(OTEL_TOKEN="drain-test-token"),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stderr == ""
+    if output == "text":
+        assert result.stdout == (
+            f"{job_dir}: nothing queued: no otel/queue/ (the job's collector never ran); "
+            "nothing sent, nothing written\n"
+        )
+    else:
+        document = json.loads(result.stdout)
+        assert document["nothing_queued"] is True and document["empty"] is True, document
+    assert _listing(job_dir) == before and not mark.exists()
+
+
+def test_a_drain_record_it_could_not_append_is_refused_before_the_run(tmp_path: Path) -> None:
+    job_dir = _job_dir(tmp_path)
+    (job_dir / "otel" / "queue").mkdir()
+    (job_dir / "otel" / "drain.jsonl").mkdir()
+    collector, mark = _fake_collector(tmp_path)
+    result = helpers.run_cli(
+        *("drain", job_dir, "--collector", collector),
+        cwd=tmp_path,
+        env=helpers.cli_env(OTEL_TOKEN="drain-test-token"),
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert helpers.error_lines(result.stderr) == [
+        f"{job_dir / 'otel' / 'drain.jsonl'}: is not a regular file (a directory); remove it: "
+        "the drain appends one line per run there"
+    ]
+    assert not mark.exists() and result.stdout == ""
+    assert not list((job_dir / "otel" / "queue").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        (lambda p: p.mkdir(), "is not a regular file (a directory)"),
+        (lambda p: os.mkfifo(p), "is not a regular file (a FIFO)"),
+        (lambda p: p.symlink_to("/dev/zero"), "is not a regular file (a device)"),
+        (
+            lambda p: p.symlink_to(p.name),
+            "cannot read the file (Too many levels of symbolic links)",
+        ),
+    ],
+)
+def test_a_drain_config_that_is_no_file_is_named_for_what_it_is(
+    tmp_path: Path, make: Any, problem: str
+) -> None:
+    job_dir = _job_dir(tmp_path)
+    path = job_dir / "otel" / "drain.yaml"
+    path.unlink()
+    make(path)
+    result = helpers.run_cli("drain", job_dir, "--collector", "true", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    fix = (
+        ""
+        if problem.startswith("cannot")
+        else ("; remove it and render the job again to write the drain config")
+    )
+    assert helpers.error_lines(result.stderr) == [f"{path}: {problem}{fix}"]

@@ -123,9 +123,19 @@ def test_dev_zero_is_refused_as_not_a_regular_file(tmp_path: Path, command: str)
     )
     assert result.returncode == 1
     assert helpers.error_lines(result.stderr) == [
-        "/dev/zero: is not a regular file; name a YAML file"
+        "/dev/zero: is not a regular file (a device); name a YAML file"
     ]
     assert_within_bounds(result)
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "collector.yaml"
+    os.mkfifo(fifo)
+    result = run_bounded([helpers.CLI, "validate", fifo], cwd=tmp_path, env=helpers.cli_env())
+    assert result.returncode == 1
+    assert helpers.error_lines(result.stderr) == [
+        f"{fifo}: is not a regular file (a FIFO); name a YAML file"
+    ]
 
 
 def _megabyte_submit_config() -> str:

@@ -17,8 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import zstandard
 from support import helpers
+from support.bounded import assert_within_bounds, run_bounded
 
 from nemo_gym.orchestration.executors.otel._common.constants import DELIVERY_REPORT_MARKER
 
@@ -313,3 +315,122 @@ def test_without_a_zstd_reader_the_report_says_how_to_get_one(tmp_path: Path) ->
         "cannot be told: traces.jsonl.zst is zstd-compressed and this machine cannot read it: "
         "install the zstd command (apt-get install zstd, dnf install zstd) or use Python 3.14+"
     ) in traces["files"]["reasons"], traces
+
+
+# -- what is not the collector's file: refused unread, in bounded memory --------------------------
+
+
+DISK_QUEUE_CONFIG = (
+    helpers.REPO / "tests" / "golden" / "long-job" / "current" / "otlp_http+file.yaml"
+)
+PUT_BACK = "; put back the file the job wrote there, or remove it"
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _device(path: Path) -> None:
+    path.symlink_to("/dev/zero")
+
+
+def _folder(path: Path) -> None:
+    path.mkdir()
+
+
+def _loop(path: Path) -> None:
+    path.symlink_to(path.name)
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "problem"),
+    [
+        ("logs.jsonl", _fifo, f"is not a regular file (a FIFO){PUT_BACK}"),
+        ("traces.jsonl", _device, f"is not a regular file (a device){PUT_BACK}"),
+        ("traces.jsonl", _folder, f"is not a regular file (a directory){PUT_BACK}"),
+        ("traces.jsonl", _loop, "cannot read the file (Too many levels of symbolic links)"),
+        ("collector.yaml", _fifo, f"is not a regular file (a FIFO){PUT_BACK}"),
+        ("collector.yaml", _device, f"is not a regular file (a device){PUT_BACK}"),
+        ("collector.log", _fifo, f"is not a regular file (a FIFO){PUT_BACK}"),
+        ("drain.jsonl", _fifo, f"is not a regular file (a FIFO){PUT_BACK}"),
+        ("targets/node.json", _fifo, f"is not a regular file (a FIFO){PUT_BACK}"),
+    ],
+)
+def test_a_file_that_is_not_regular_is_named_and_refused_unread(
+    tmp_path: Path, name: str, make: Any, problem: str
+) -> None:
+    """Exit 2, not the verdict incomplete (1): a script tells a job directory it cannot read
+    from lost data. Nothing blocks on a FIFO or reads /dev/zero forever."""
+    job = _job(tmp_path, [json.dumps(_traces(3)) + "\n"], [_reading("a", NOW, _counters(3))])
+    # A job whose backend queue is on disk, so that its drain records are read too.
+    (job / "otel" / "collector.yaml").write_bytes(DISK_QUEUE_CONFIG.read_bytes())
+    path = job / "otel" / name
+    path.unlink(missing_ok=True)
+    path.parent.mkdir(exist_ok=True)
+    make(path)
+    result = run_bounded([helpers.CLI, "report", job], cwd=tmp_path, env=helpers.cli_env())
+    assert result.returncode == 2, result.stderr
+    assert helpers.error_lines(result.stderr) == [f"{path}: {problem}"]
+    assert result.stdout == ""
+    assert_within_bounds(result)
+
+
+def _zeros_zstd(path: Path, mebibytes: int) -> None:
+    """A zstd bomb: ``mebibytes`` of zeros, no line break, in a few kilobytes."""
+    compressor = zstandard.ZstdCompressor().compressobj()
+    block = bytes(1024 * 1024)
+    with path.open("wb") as out:
+        for _ in range(mebibytes):
+            out.write(compressor.compress(block))
+        out.write(compressor.flush())
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_line_longer_than_the_limit_is_reported_not_held(
+    tmp_path: Path, compressed: bool
+) -> None:
+    """A 512 MiB line (a sparse file, or a zstd bomb) is skipped in chunks: the memory stays
+    bounded; the line is named."""
+    job = _job(tmp_path, [json.dumps(_traces(3)) + "\n"], [_reading("a", NOW, _counters(3))])
+    if compressed:
+        (job / "otel" / "logs.jsonl").unlink()
+        name = "logs.jsonl.zst"
+        _zeros_zstd(job / "otel" / name, 512)
+    else:
+        name = "logs.jsonl"
+        os.truncate(job / "otel" / name, 512 * 1024 * 1024)
+    args = [helpers.CLI, "report", job, "--format", "json"]
+    result = run_bounded(args, cwd=tmp_path, env=helpers.cli_env())
+    assert_within_bounds(result)
+    logs = _signals(result.stdout)["logs"]
+    assert result.returncode == 1, result.stderr
+    assert logs["files"]["reasons"] == [
+        "1 line(s) longer than 64 MiB, not read (the collector writes one batch per line, "
+        f"far shorter): {name}:1"
+    ], logs
+
+
+def test_a_zst_file_that_is_no_zstd_stream_is_not_called_truncated(tmp_path: Path) -> None:
+    job = _zstd_job(tmp_path, b"\x8f random bytes, not zstd " * 8, 0)
+    result = helpers.run_cli("report", job, "--format", "json", cwd=tmp_path)
+    traces = _signals(result.stdout)["traces"]
+    assert result.returncode == 1, result.stdout
+    assert traces["files"]["reasons"] == [
+        "traces.jsonl.zst is not a zstd stream (not read; the collector writes a .zst file "
+        "only compressed)"
+    ], traces
+
+
+def test_lines_are_read_in_chunks_and_long_ones_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines across chunk boundaries are whole; one over the limit is None, the next intact."""
+    from nemo_gym.orchestration.executors.otel._common import text_file
+    from nemo_gym.orchestration.executors.otel._job_dir import signal_file
+
+    monkeypatch.setattr(text_file, "_CHUNK", 4)
+    monkeypatch.setattr(signal_file, "LINE_LIMIT_BYTES", 5)
+    path = tmp_path / "traces.jsonl"
+    path.write_bytes(b"ab\ncdefghij\nk\n\nabcde\nabcd\nlmn")
+    lines = list(signal_file.SignalFile(path).lines())
+    assert lines == [b"ab\n", None, b"k\n", b"\n", None, b"abcd\n", b"lmn"]

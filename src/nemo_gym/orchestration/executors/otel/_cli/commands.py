@@ -17,7 +17,13 @@ from .._checks.binary import collector_release
 from .._checks.collector_config import check_for_graph, load_collector_config
 from .._checks.tenant import TenantPolicy
 from .._common.constants import COLLECTOR_DIR
-from .._common.errors import OtelConfigError, SubmitConfigError, TemplateError, Violation
+from .._common.errors import (
+    JobDirError,
+    OtelConfigError,
+    SubmitConfigError,
+    TemplateError,
+    Violation,
+)
 from .._render.rendering import (
     checked_rendering,
     render_job_files,
@@ -247,7 +253,11 @@ def report(args: argparse.Namespace) -> int:
     if (refused := _no_otel_folder(job_dir)) is not None:
         return refused
     log = Path(args.log) if args.log else None
-    return _REPORT_EXIT[show_report(job_dir, args.format, log)]
+    try:
+        return _REPORT_EXIT[show_report(job_dir, args.format, log)]
+    except JobDirError as exc:  # not 1, the verdict incomplete: no file was judged
+        report_error(exc)
+        return EXIT_USAGE
 
 
 def drain(args: argparse.Namespace) -> int:
@@ -269,14 +279,16 @@ def drain(args: argparse.Namespace) -> int:
     result = run_drain(
         job_dir, binary, timeout_seconds=args.timeout, progress=progress if terminal else None
     )
-    if terminal:
-        print(file=sys.stderr)
-    append_record(job_dir, result)
+    ran = result.nothing_queued is None  # no queue folder: nothing ran, nothing to record
+    if ran:
+        if terminal:
+            print(file=sys.stderr)
+        append_record(job_dir, result)
     if args.format == "json":
         print(json.dumps(outcome_json(str(job_dir), result), indent=2))
     else:
         print(outcome_text(str(job_dir), result))
-    if not result.state.read:
+    if ran and not result.state.read:
         print(
             f"{PROG}: error: the drain's collector never reported its queue (exit status "
             f"{result.exit_status}); its log ends: {result.log_tail}",

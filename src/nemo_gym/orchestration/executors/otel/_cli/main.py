@@ -1,7 +1,8 @@
 """``nemo-gym-otel``: render, validate and check collector configs from the shell.
 
 Exit codes: 0 success, 1 invalid input (submit config, template or collector YAML), 2 usage;
-``report``: 0 complete, 1 incomplete, 3 cannot be told; ``drain``: 0 the disk queue is empty,
+``report``: 0 complete, 1 incomplete, 3 cannot be told, 2 also a job directory file it cannot
+read; ``drain``: 0 the disk queue is empty (or was never made),
 4 items are still queued. A reader that closes the pipe early
 (``report --format json | head -1``) ends the command quietly with 141, as SIGPIPE would.
 Messages go to stderr, one per problem, never as a traceback. Every command that prints results

@@ -61,6 +61,11 @@ class TemplateError(OtelConfigError):
     """A template is missing, malformed, or incompatible with this package or collector."""
 
 
+class JobDirError(OtelConfigError):
+    """A file of a job directory cannot be read as the collector or the package wrote it (not
+    a regular file, unreadable): ``report`` and ``drain`` name it and read nothing more."""
+
+
 def dotted(path: Iterable[Any]) -> str:
     """``otel.exporters[1]``-style path. A key that would break the one-line message (a line
     break, an empty key) is written as a JSON string in brackets: ``driver.benchmarks["a\\nb"]``.

@@ -28,7 +28,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from .._common.text_file import bounded_lines
+from .._step.drain import retried_request
 from .json_values import json_object, parsed, whole_number
+from .signal_file import LINE_LIMIT_BYTES, open_job_file
 
 CLEAN_STOP = "\tShutdown complete."
 _AT_SHUTDOWN = "interrupted due to shutdown"
@@ -54,6 +57,16 @@ class Loss:
 class CollectorLog:
     clean_stops: int = 0
     losses: list[Loss] = field(default_factory=list)
+    retried: dict[tuple[str, str], int] = field(default_factory=dict)  # (exporter, signal)
+
+    def retried_after_timeout(self, exporters: Iterable[str]) -> dict[str, int]:
+        """Per signal, the requests ``exporters`` retried after the backend did not answer in
+        time (the backend may hold their items twice)."""
+        wanted, counts = set(exporters), dict[str, int]()
+        for (exporter, signal), requests in self.retried.items():
+            if exporter in wanted:
+                counts[signal] = counts.get(signal, 0) + requests
+        return counts
 
     def lost_after(
         self,
@@ -112,15 +125,21 @@ def _loss(line: str) -> Loss | None:
 
 
 def read_collector_log(path: Path) -> CollectorLog | None:
-    """The log's clean stops and losses, or None when there is no log to read."""
+    """The log's clean stops, losses and retries, or None when there is no log; a line longer
+    than the collector writes is skipped. A log that is not a regular file or cannot be read
+    raises :class:`JobDirError`."""
     try:
-        stream = path.open("r", encoding="utf-8", errors="replace")
-    except OSError:
+        stream = open_job_file(path)
+    except FileNotFoundError:
         return None
     log = CollectorLog()
     with stream:
-        for line in stream:
-            if CLEAN_STOP in line:
+        for raw in bounded_lines(stream, LINE_LIMIT_BYTES):
+            line = "" if raw is None else raw.decode("utf-8", errors="replace")
+            retried = retried_request(line)
+            if retried:
+                log.retried[retried] = log.retried.get(retried, 0) + 1
+            elif CLEAN_STOP in line:
                 log.clean_stops += 1
             elif "Exporting failed." in line:
                 loss = _loss(line)

@@ -45,7 +45,7 @@ from .json_values import (
     unix_nano,
 )
 from .scrape_health import ScrapeHealth, up_readings
-from .signal_file import Progress, SignalFile, ZstdUnavailable
+from .signal_file import LINE_LIMIT_TEXT, Progress, SignalFile, ZstdUnavailable
 
 # OTLP-JSON keys, per signal: resource groups, scope groups, items.
 _GROUPS = {
@@ -60,6 +60,25 @@ _FILE_EXPORTER_PREFIX = "file/"
 CANNOT_TELL = "cannot be told"  # the prefix of every reason that judges nothing
 
 
+_SHOWN = 5  # lines named in a reason; the others are counted
+
+
+@dataclass
+class Lines:
+    """Lines of a kind, counted, the first few named ("<file>:<line>")."""
+
+    count: int = 0
+    shown: list[str] = field(default_factory=list)
+
+    def add(self, where: str) -> None:
+        self.count += 1
+        if len(self.shown) < _SHOWN:
+            self.shown.append(where)
+
+    def __str__(self) -> str:
+        return ", ".join(self.shown)
+
+
 @dataclass
 class FileScan:
     """A signal's files: their items, and what kept them from being read whole."""
@@ -67,7 +86,9 @@ class FileScan:
     items: int = 0
     report_points: int = 0  # the collector's own counters (metrics files only)
     truncated: list[str] = field(default_factory=list)  # files whose last line is cut short
-    unreadable_lines: list[str] = field(default_factory=list)  # "<file>:<line>"
+    not_zstd: list[str] = field(default_factory=list)  # .zst files that are no zstd stream
+    unreadable_lines: Lines = field(default_factory=Lines)
+    long_lines: Lines = field(default_factory=Lines)  # longer than LINE_LIMIT_BYTES: not read
     unreadable_files: list[str] = field(default_factory=list)  # why a file could not be read
     missing: bool = False
 
@@ -254,17 +275,22 @@ def scan_file(
         scan.unreadable_files.append(str(exc))
     if file.cut_short and path.name not in scan.truncated:
         scan.truncated.append(path.name)
+    if file.not_zstd:
+        scan.not_zstd.append(path.name)
 
 
 def _scan_line(
     path: Path,
     number: int,
-    line: bytes,
+    line: bytes | None,
     signal: str,
     readings: dict[str, Reading],
     scan: FileScan,
     health: ScrapeHealth | None,
 ) -> None:
+    if line is None:
+        scan.long_lines.add(f"{path.name}:{number}")
+        return
     if not line.strip():
         return
     try:
@@ -277,7 +303,7 @@ def _scan_line(
         if not line.endswith(b"\n"):
             scan.truncated.append(path.name)  # a killed collector's half-written batch
         else:
-            scan.unreadable_lines.append(f"{path.name}:{number}")
+            scan.unreadable_lines.add(f"{path.name}:{number}")
         return
     for group in groups:
         if group.counters is not None:
@@ -296,10 +322,18 @@ def _file_reasons(name: str, scan: FileScan) -> list[str]:
         f"the last line of {file} is truncated (the collector was killed)"
         for file in scan.truncated
     ]
+    reasons += [
+        f"{file} is not a zstd stream (not read; the collector writes a .zst file only compressed)"
+        for file in scan.not_zstd
+    ]
     reasons += [f"{CANNOT_TELL}: {why}" for why in scan.unreadable_files]
-    if scan.unreadable_lines:
-        shown = ", ".join(scan.unreadable_lines[:5])
-        reasons.append(f"{len(scan.unreadable_lines)} unreadable line(s): {shown}")
+    if scan.unreadable_lines.count:
+        reasons.append(f"{scan.unreadable_lines.count} unreadable line(s): {scan.unreadable_lines}")
+    if scan.long_lines.count:
+        reasons.append(
+            f"{scan.long_lines.count} line(s) longer than {LINE_LIMIT_TEXT}, not read (the "
+            f"collector writes one batch per line, far shorter): {scan.long_lines}"
+        )
     return reasons
 
 

@@ -29,8 +29,16 @@ from typing import Any
 
 from .._checks.hops import disk_hops
 from .._common.constants import COLLECTOR_CONFIG_NAME, DRAIN_RECORD_NAME
-from .._step.drain import retried_after_timeout
+from .._common.errors import JobDirError
+from .._common.text_file import bounded_lines
+from .._common.yaml_loader import parse_yaml
+from .collector_log import CollectorLog
 from .json_values import UnexpectedJson, parsed, whole_number
+from .signal_file import LINE_LIMIT_BYTES, open_job_file
+
+# Far above any collector config (the rendered ones are kilobytes): a larger collector.yaml is
+# not read.
+CONFIG_LIMIT_BYTES = 16 * 1024 * 1024
 
 
 def possibly_twice(requests: int) -> str:
@@ -89,36 +97,48 @@ def _counts(value: Any) -> dict[str, int]:
 def _drain_records(path: Path) -> list[DrainRecord]:
     records = []
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+        stream = open_job_file(path)
+    except FileNotFoundError:
         return []
-    for line in lines:
-        try:
-            entry = parsed(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict):
-            records.append(
-                DrainRecord(
-                    _time(entry.get("time")),
-                    _counts(entry.get("sent")),
-                    _counts(entry.get("queued_bytes")),
-                    _counts(entry.get("retried_after_timeout")),
-                    entry.get("empty") is True,
+    with stream:
+        for line in bounded_lines(stream, LINE_LIMIT_BYTES):
+            try:
+                entry = parsed(line or b"")
+            except ValueError:
+                continue
+            if isinstance(entry, dict):
+                records.append(
+                    DrainRecord(
+                        _time(entry.get("time")),
+                        _counts(entry.get("sent")),
+                        _counts(entry.get("queued_bytes")),
+                        _counts(entry.get("retried_after_timeout")),
+                        entry.get("empty") is True,
+                    )
                 )
-            )
     return records
 
 
-def read_disk_queue(otel_dir: Path, log_text: str | None) -> DiskQueue | None:
-    """The job's disk queue, or None when its config has none (or cannot be read)."""
-    import yaml
-
+def _collector_config(path: Path) -> object:
+    """The job's collector config, parsed; None when it is missing, too large or not YAML. One
+    that is not a regular file or cannot be read raises :class:`JobDirError`."""
     try:
-        text = (otel_dir / COLLECTOR_CONFIG_NAME).read_text(encoding="utf-8")
-        config = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, ValueError, yaml.YAMLError):
+        stream = open_job_file(path)
+    except FileNotFoundError:
         return None
+    with stream:
+        data = stream.read(CONFIG_LIMIT_BYTES + 1)
+    if len(data) > CONFIG_LIMIT_BYTES:
+        return None
+    try:
+        return parse_yaml(data.decode("utf-8"), str(path), JobDirError)
+    except (ValueError, JobDirError):  # UnicodeDecodeError is a ValueError
+        return None
+
+
+def read_disk_queue(otel_dir: Path, log: CollectorLog | None) -> DiskQueue | None:
+    """The job's disk queue, or None when its config has none (or is not YAML)."""
+    config = _collector_config(otel_dir / COLLECTOR_CONFIG_NAME)
     if not isinstance(config, dict):
         return None
     hops = disk_hops(config)
@@ -126,6 +146,6 @@ def read_disk_queue(otel_dir: Path, log_text: str | None) -> DiskQueue | None:
         return None
     queue = DiskQueue(frozenset(hops), frozenset(hops.values()))
     queue.drains = _drain_records(otel_dir / DRAIN_RECORD_NAME)
-    if log_text:
-        queue.retried_in_log = retried_after_timeout(log_text, queue.exporters)
+    if log:
+        queue.retried_in_log = log.retried_after_timeout(queue.exporters)
     return queue

@@ -4,10 +4,12 @@ verdict."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._common.constants import COLLECTOR_DIR, COLLECTOR_LOG_NAME, SIGNALS
+from .._common.constants import COLLECTOR_CONFIG_NAME, COLLECTOR_DIR, COLLECTOR_LOG_NAME, SIGNALS
+from .._common.errors import JobDirError
 from .collector_log import read_collector_log
 from .delivery_report import CANNOT_TELL, Progress, SignalReport, delivery_report, signal_files
 from .disk_queue import read_disk_queue
@@ -48,6 +50,20 @@ def telemetry_bytes(job_dir: Path) -> int:
     return sum(p.stat().st_size for p in paths)
 
 
+def _check_listable(otel_dir: Path) -> None:
+    """The job's otel/ folder must be listable and its files reachable, else the files it
+    holds would seem missing: say which folder cannot be read instead."""
+    try:
+        os.listdir(otel_dir)
+        os.stat(otel_dir / COLLECTOR_CONFIG_NAME)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise JobDirError(
+            str(otel_dir), f"cannot read the folder ({exc.strerror}); let this user read it"
+        ) from None
+
+
 def read_job_report(
     job_dir: Path, log_path: Path | None = None, progress: Progress | None = None
 ) -> JobReport:
@@ -55,12 +71,9 @@ def read_job_report(
     ``<job dir>/otel/collector.log``, where the job step writes it)."""
     otel_dir = job_dir / COLLECTOR_DIR
     log_file = log_path or otel_dir / COLLECTOR_LOG_NAME
+    _check_listable(otel_dir)
     log = read_collector_log(log_file)
-    try:
-        log_text: str | None = log_file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        log_text = None
-    queue = read_disk_queue(otel_dir, log_text)
+    queue = read_disk_queue(otel_dir, log)
     health = ScrapeHealth()
     health.expect_written_targets(otel_dir)
     signals = delivery_report(otel_dir, progress, health, log, queue)

@@ -24,6 +24,7 @@ from .json_values import (
     point_value,
     unix_nano,
 )
+from .signal_file import LINE_LIMIT_BYTES, open_job_file
 
 UP = "up"
 
@@ -124,11 +125,19 @@ class ScrapeHealth:
         """Every target the job step wrote, so one never scraped is listed too."""
         for path in sorted((otel_dir / TARGETS_DIR).glob("*.json")):
             try:
+                stream = open_job_file(path)  # a FIFO or a device: JobDirError
+            except FileNotFoundError:
+                continue
+            with stream:
+                text = stream.read(LINE_LIMIT_BYTES + 1)
+            if len(text) > LINE_LIMIT_BYTES:
+                continue  # not the step's file: it writes a few lines per node
+            try:
                 instances = [
                     json_object(entry.get("labels")).get("instance")
-                    for entry in json_objects(parsed(path.read_text(encoding="utf-8")))
+                    for entry in json_objects(parsed(text))
                 ]
-            except (OSError, ValueError):
+            except ValueError:
                 continue  # not the step's file; the collector would have said so in its log
             for instance in instances:
                 if isinstance(instance, str):

@@ -59,7 +59,7 @@ from .._common.constants import (
     SHUTDOWN_WAIT_SECONDS,
 )
 from .._common.errors import SubmitConfigError
-from .._common.text_file import read_text_file
+from .._common.text_file import open_regular, read_text_file
 from .._common.yaml_loader import parse_yaml
 from .._render.drain_config import DRAIN_FILES_PIPELINE, feature_gate_arguments
 
@@ -77,6 +77,7 @@ _HEALTH_TIMEOUT_SECONDS = 60
 _COMPACTION_WAIT_SECONDS = 60
 _MIB = 1024 * 1024
 _DEFAULT_REBOUND_NEEDED_MIB = 100  # the file storage's default rebound_needed_threshold_mib
+_RENDER_AGAIN = "remove it and render the job again to write the drain config"
 
 Progress = Callable[["DrainState"], None]
 
@@ -132,10 +133,12 @@ class DrainResult:
     retried_after_timeout: dict[str, int]
     exit_status: int
     log_tail: str
+    # The queue's folder was never made (the job's collector never ran): nothing was run.
+    nothing_queued: Path | None = None
 
     @property
     def empty(self) -> bool:
-        return self.state.empty
+        return self.state.empty or self.nothing_queued is not None
 
     def record(self) -> dict[str, Any]:
         return {
@@ -264,12 +267,18 @@ def retried_after_timeout(log_text: str, exporters: set[str] | frozenset[str]) -
     answer in time (the backend may hold their items twice), from a collector's log."""
     counts: dict[str, int] = {}
     for line in log_text.splitlines():
-        if not _RETRIED_AFTER_TIMEOUT.search(line):
-            continue
-        exporter, signal_name = _EXPORTER_FIELD.search(line), _SIGNAL_FIELD.search(line)
-        if exporter and signal_name and exporter[1] in exporters:
-            counts[signal_name[1]] = counts.get(signal_name[1], 0) + 1
+        retried = retried_request(line)
+        if retried and retried[0] in exporters:
+            counts[retried[1]] = counts.get(retried[1], 0) + 1
     return counts
+
+
+def retried_request(line: str) -> tuple[str, str] | None:
+    """(exporter, signal) of a log line saying a request is retried after a timeout."""
+    if not _RETRIED_AFTER_TIMEOUT.search(line):
+        return None
+    exporter, signal_name = _EXPORTER_FIELD.search(line), _SIGNAL_FIELD.search(line)
+    return (exporter[1], signal_name[1]) if exporter and signal_name else None
 
 
 def _get(url: str) -> str | None:
@@ -332,7 +341,7 @@ def queue_storages(document: Mapping[str, Any]) -> list[QueueStorage]:
 
 def drain_config_document(job_dir: Path) -> dict[str, Any]:
     path = job_dir / COLLECTOR_DIR / DRAIN_CONFIG_NAME
-    if not path.is_file():
+    if not os.path.lexists(path):  # what is there but is no file is named for what it is
         raise SubmitConfigError(
             "JOB_DIR",
             f"{job_dir} holds no {COLLECTOR_DIR}/{DRAIN_CONFIG_NAME}: its backend queue is not "
@@ -340,7 +349,7 @@ def drain_config_document(job_dir: Path) -> dict[str, Any]:
             "one; nothing to drain",
         )
     document = parse_yaml(
-        read_text_file(str(path), SubmitConfigError), str(path), SubmitConfigError
+        read_text_file(str(path), SubmitConfigError, _RENDER_AGAIN), str(path), SubmitConfigError
     )
     if not isinstance(document, dict) or not disk_hops(document):
         raise SubmitConfigError(
@@ -365,9 +374,15 @@ def drain(
             f"{variable} is not set or empty; export the ingest token the job used "
             f"(the drain config's backend exporter reads ${{env:{variable}}})",
         )
+    storages = queue_storages(document)
+    folders = [storage.directory for storage in storages]
+    if folders and not any(os.path.lexists(folder) for folder in folders):
+        # Running the collector would only create an empty queue there.
+        return DrainResult(DrainState(), 0.0, {}, 0, "", nothing_queued=folders[0])
+    _check_record(job_dir)  # before the run, which cannot be undone
     hops, backends = set(disk_hops(document)), backend_exporters(document)
     metrics_port = _free_port()
-    reading = _Reading(metrics_port, hops, backends, queue_storages(document))
+    reading = _Reading(metrics_port, hops, backends, storages)
     local = local_drain_document(document, metrics_port)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nemo-gym-otel-drain-") as folder:
@@ -469,6 +484,23 @@ def _stop(process: subprocess.Popen[bytes]) -> int:
             process.kill()
             process.wait()
     return int(process.returncode)
+
+
+def _check_record(job_dir: Path) -> None:
+    """Refuse, before anything runs, a ``drain.jsonl`` the run could not append its record to."""
+    path = job_dir / COLLECTOR_DIR / DRAIN_RECORD_NAME
+    fix = "remove it: the drain appends one line per run there"
+    try:
+        with open_regular(str(path), SubmitConfigError, fix):
+            target = path
+    except FileNotFoundError:
+        target = path.parent
+    if not os.access(target, os.W_OK):
+        raise SubmitConfigError(
+            str(target),
+            f"is not writable; the drain appends its record to {COLLECTOR_DIR}/"
+            f"{DRAIN_RECORD_NAME}: let this user write it",
+        )
 
 
 def append_record(job_dir: Path, result: DrainResult) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
 from typing import Any
 
 from .._common.constants import SIGNALS
@@ -33,6 +35,14 @@ def progress_line(state: DrainState) -> str:
 
 def outcome_text(job_dir: str, result: DrainResult) -> str:
     state = result.state
+    if result.nothing_queued is not None:
+        folder = result.nothing_queued
+        with contextlib.suppress(ValueError):  # the package's folder, inside the job directory
+            folder = folder.relative_to(Path(job_dir).absolute())
+        return (
+            f"{job_dir}: nothing queued: no {folder}/ (the job's collector never ran); nothing "
+            "sent, nothing written"
+        )
     sent = ", ".join(f"{state.sent.get(s, 0):,} {_ITEMS[s]}" for s in SIGNALS)
     line = f"{job_dir}: the backend took {sent} in {result.seconds:.1f}s; "
     if result.empty:
@@ -49,4 +59,10 @@ def outcome_text(job_dir: str, result: DrainResult) -> str:
 
 
 def outcome_json(job_dir: str, result: DrainResult) -> dict[str, Any]:
-    return {"job_dir": job_dir, **result.record()}
+    """The record the drain appended, with ``nothing_queued``: true when there was no queue to
+    drain (no record appended)."""
+    return {
+        "job_dir": job_dir,
+        **result.record(),
+        "nothing_queued": result.nothing_queued is not None,
+    }
