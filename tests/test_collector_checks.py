@@ -82,9 +82,9 @@ def test_a_consistent_graph_passes() -> None:
             "service.pipelines.traces.receivers.prometheus: 'prometheus' does not handle traces",
         ),
         (
-            "    traces: {receivers: [otlp], exporters: [debug, debug]}\n",
+            "    traces: {receivers: [otlp], processors: [batch, batch], exporters: [debug]}\n",
             "health_check",
-            "service.pipelines.traces.exporters.debug: 'debug' is listed twice",
+            "service.pipelines.traces.processors.batch: 'batch' is listed twice",
         ),
         (
             "    traces: {receivers: [otlp], exporters: [forward/t]}\n",
@@ -185,3 +185,74 @@ def test_keys_yaml_does_not_read_as_strings_are_named(key: str, expected: str) -
     """JSON Schema only knows string keys; such a key once crashed the check with a TypeError."""
     text = config(GOOD).replace("receivers:\n  otlp:", f"receivers:\n  {key}: {{}}\n  otlp:", 1)
     assert violations(text) == [expected]
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        "{receivers: [otlp, otlp], exporters: [debug]}",
+        "{receivers: [otlp], exporters: [debug, debug]}",
+        "{receivers: [otlp], exporters: [forward/t, forward/t]}\n    traces/out: {receivers: [forward/t, forward/t], exporters: [debug]}",
+    ],
+)
+def test_a_receiver_or_exporter_listed_twice_passes(pipeline: str) -> None:
+    """service/pipelines/config.go, PipelineConfig.Validate refuses duplicates only among
+    processors; a receiver or exporter listed twice is one node of the collector's graph."""
+    validate_collector_config(config(f"    traces: {pipeline}\n"))
+
+
+@pytest.mark.parametrize("level", ["none", "None", "NONE", "nOnE"])
+def test_metrics_level_none_in_any_case_binds_no_port(level: str) -> None:
+    """configtelemetry.Level.UnmarshalText lower-cases the level: None is none, and the
+    telemetry rule (no reader binds localhost:8888) must not fire on it."""
+    validate_collector_config(config(GOOD).replace("level: none", f"level: {level}"))
+
+
+@pytest.mark.parametrize("level", ["Basic", "NORMAL", "Detailed"])
+def test_other_metrics_levels_in_any_case_still_bind_the_port(level: str) -> None:
+    found = violations(config(GOOD).replace("level: none", f"level: {level}"))
+    assert [v for v in found if "localhost:8888" in v], found
+
+
+_RESOURCE = """\
+processors:
+  resource:
+    attributes:
+      - {{key: a, value: b, action: {action}}}
+  batch:"""
+
+
+@pytest.mark.parametrize("action", ["upsert", "UPSERT", "Insert", "DELETE"])
+def test_attribute_actions_are_read_in_any_case(action: str) -> None:
+    """attraction.go, NewAttrProc lower-cases the action before it reads it."""
+    text = config(GOOD.replace("processors: [batch]", "processors: [batch, resource]"))
+    validate_collector_config(
+        text.replace("processors:\n  batch:", _RESOURCE.format(action=action))
+    )
+
+
+def test_an_unknown_attribute_action_is_refused_in_any_case() -> None:
+    text = config(GOOD.replace("processors: [batch]", "processors: [batch, resource]"))
+    found = violations(text.replace("processors:\n  batch:", _RESOURCE.format(action="Smash")))
+    assert found == [
+        "processors.resource.attributes[0].action: must be one of: insert, update, upsert, "
+        "delete, hash, extract, convert (any case)"
+    ]
+
+
+_FILE = "exporters:\n  file:\n    path: ./x.jsonl\n    flush_interval: {interval}\n  debug:"
+
+
+@pytest.mark.parametrize("interval", ["0s", "0", "1s", "250ms"])
+def test_file_flush_interval_zero_means_the_default(interval: str) -> None:
+    """fileexporter's Config.Validate refuses only a negative flush_interval; 0 means 1s."""
+    text = config(GOOD.replace("exporters: [debug]}\n", "exporters: [debug, file]}\n", 1))
+    validate_collector_config(text.replace("exporters:\n  debug:", _FILE.format(interval=interval)))
+
+
+def test_a_negative_file_flush_interval_is_refused() -> None:
+    text = config(GOOD.replace("exporters: [debug]}\n", "exporters: [debug, file]}\n", 1))
+    found = violations(text.replace("exporters:\n  debug:", _FILE.format(interval="-1s")))
+    assert found == [
+        "exporters.file.flush_interval: must be a duration that is not negative, such as 0s or 30s"
+    ]

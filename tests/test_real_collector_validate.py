@@ -194,3 +194,90 @@ def test_a_line_added_by_override_works_on_the_real_collector(
         helpers.COMBINATIONS, _validate_each(runs, tmp_path), strict=True
     ):
         assert result.returncode == 0, f"older/{combination}: {result.stderr[-2000:]}"
+
+
+def _hand_written(
+    processors: str = "", exporters: str = "", pipeline: str = "", level: str = "none"
+) -> str:
+    """A small config on the minimal lines' components, the probe's shape: ``processors`` and
+    ``exporters`` are extra component bodies, ``pipeline`` the traces pipeline (flow style)."""
+    return (
+        'receivers:\n  otlp:\n    protocols:\n      grpc:\n        endpoint: "localhost:4317"\n'
+        f"processors:\n  batch:\n{processors}"
+        f"exporters:\n  debug:\n{exporters}"
+        f"service:\n  telemetry:\n    metrics:\n      level: {level}\n"
+        f"  pipelines:\n    traces: {pipeline or '{receivers: [otlp], exporters: [debug]}'}\n"
+    )
+
+
+# Hand-written configs the package once judged unlike the collector (a probe of `validate`
+# against the binaries), with the collector's verdict on both lines: id -> (text, accepted).
+AGREEMENT_CASES = {
+    # exporter/fileexporter/config.go, Config.Validate: only a negative flush_interval is refused.
+    "file-flush-interval-zero": (
+        _hand_written(
+            exporters="  file:\n    path: ./x.json\n    flush_interval: 0s\n",
+            pipeline="{receivers: [otlp], exporters: [file]}",
+        ),
+        True,
+    ),
+    "file-flush-interval-negative": (
+        _hand_written(
+            exporters="  file:\n    path: ./x.json\n    flush_interval: -1s\n",
+            pipeline="{receivers: [otlp], exporters: [file]}",
+        ),
+        False,
+    ),
+    # service/pipelines/config.go, PipelineConfig.Validate: duplicates only among processors.
+    "receiver-listed-twice": (
+        _hand_written(pipeline="{receivers: [otlp, otlp], exporters: [debug]}"),
+        True,
+    ),
+    "exporter-listed-twice": (
+        _hand_written(pipeline="{receivers: [otlp], exporters: [debug, debug]}"),
+        True,
+    ),
+    "processor-listed-twice": (
+        _hand_written(
+            pipeline="{receivers: [otlp], processors: [batch, batch], exporters: [debug]}"
+        ),
+        False,
+    ),
+    # configtelemetry.Level.UnmarshalText lower-cases the level; attraction's NewAttrProc the action.
+    "metrics-level-None": (_hand_written(level="None"), True),
+    "metrics-level-NONE": (_hand_written(level="NONE"), True),
+    "metrics-level-Nope": (_hand_written(level="Nope"), False),
+    "resource-action-UPSERT": (
+        _hand_written(
+            processors="  resource:\n    attributes:\n      - {key: a, value: b, action: UPSERT}\n",
+            pipeline="{receivers: [otlp], processors: [resource], exporters: [debug]}",
+        ),
+        True,
+    ),
+    "resource-action-Smash": (
+        _hand_written(
+            processors="  resource:\n    attributes:\n      - {key: a, value: b, action: Smash}\n",
+            pipeline="{receivers: [otlp], processors: [resource], exporters: [debug]}",
+        ),
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_package_and_collector_agree_on_hand_written_configs(
+    line: str, binaries: dict[str, Path], tmp_path: Path
+) -> None:
+    """Each case's verdict is the collector's on every line, and the package's is the same."""
+    names = list(AGREEMENT_CASES)
+    runs = [(binaries[line], AGREEMENT_CASES[name][0]) for name in names]
+    wrong = []
+    for name, result in zip(names, _validate_each(runs, tmp_path), strict=True):
+        text, expected = AGREEMENT_CASES[name]
+        package_ok = _package_accepts(Case(name, line, text))
+        collector_ok = result.returncode == 0
+        if (collector_ok, package_ok) != (expected, expected):
+            wrong.append(
+                f"{name}: expected {expected}, collector {collector_ok}, package {package_ok}"
+            )
+    assert not wrong, "\n".join(wrong)

@@ -183,7 +183,9 @@ def _reference_violations(
             seen: set[str] = set()
             for ref in pipeline.get(role) or []:
                 path = ["service", "pipelines", pipeline_id, role, str(ref)]  # dotted on a problem
-                if ref in seen:
+                if ref in seen and role == "processors":
+                    # service/pipelines/config.go, PipelineConfig.Validate: only processors;
+                    # a receiver or exporter listed twice is one node of the graph.
                     yield Violation(
                         dotted(path), f"{ref!r} is listed twice in this pipeline; list it once"
                     )

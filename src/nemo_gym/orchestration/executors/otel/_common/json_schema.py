@@ -270,8 +270,14 @@ def _deepest(error: Any) -> Any:
     from jsonschema.exceptions import best_match
 
     while error.context:
+        if error.validator in ("anyOf", "oneOf") and _has_message(error):
+            return error  # its alternatives failed; its own message says what it takes
         error = best_match(error.context)
     return error
+
+
+def _has_message(error: Any) -> bool:
+    return isinstance(error.schema, dict) and "x-message" in error.schema
 
 
 def _message(error: Any) -> str:
