@@ -176,9 +176,11 @@ def test_not_a_mapping() -> None:
     [
         ("1", "receivers: has the key 1, which YAML reads as int; quote it to make it a string"),
         (
-            "on",
+            "true",
             "receivers: has the key True, which YAML reads as bool; quote it to make it a string",
         ),
+        # The collector's YAML (Go YAML v3) reads on as text: an unknown component, not a bool.
+        ("on", "receivers.on: unknown key; known keys here: otlp, prometheus"),
     ],
 )
 def test_keys_yaml_does_not_read_as_strings_are_named(key: str, expected: str) -> None:
@@ -256,3 +258,93 @@ def test_a_negative_file_flush_interval_is_refused() -> None:
     assert found == [
         "exporters.file.flush_interval: must be a duration that is not negative, such as 0s or 30s"
     ]
+
+
+# Plain scalars as the collector's YAML library (Go YAML v3, resolve.go) reads them.
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("true", True),
+        ("TRUE", True),
+        ("False", False),
+        ("tRUE", "tRUE"),
+        ("yes", "yes"),
+        ("on", "on"),
+        ("off", "off"),
+        ("y", "y"),
+        ("~", None),
+        ("Null", None),
+        ("1:30", "1:30"),
+        ("0o17", 15),
+        ("017", 15),
+        ("08", 8.0),
+        ("0x1F", 31),
+        ("-0b101", -5),
+        ("1_000", 1000),
+        ("1e3", 1000.0),
+        ("1.5", 1.5),
+        (".5", 0.5),
+        ("+.inf", float("inf")),
+        ("inf", "inf"),
+        ("1e400", "1e400"),
+        ("18446744073709551615", 18446744073709551615),
+        ("+18446744073709551615", 1.8446744073709552e19),
+        ("0x1FFFFFFFFFFFFFFFFFF", "0x1FFFFFFFFFFFFFFFFFF"),
+        ("2024-02-31", "2024-02-31"),
+        ("=", "="),
+    ],
+)
+def test_plain_scalars_resolve_as_go_yaml_does(text: str, value: object) -> None:
+    from nemo_gym.orchestration.executors.otel._common.go_yaml_scalars import go_scalar
+
+    resolved = go_scalar(text)[1]
+    assert resolved == value and type(resolved) is type(value)
+
+
+def test_timestamps_resolve_as_go_yaml_does() -> None:
+    import datetime
+
+    from nemo_gym.orchestration.executors.otel._common.go_yaml_scalars import go_scalar
+
+    assert go_scalar("2001-1-2")[1] == datetime.date(2001, 1, 2)
+    assert go_scalar("2001-12-14t21:59:43.1+01:00")[1] == datetime.datetime(
+        2001, 12, 14, 21, 59, 43, 100000, datetime.timezone(datetime.timedelta(hours=1))
+    )
+
+
+_DEBUG_B = "exporters:\n  debug/b:\n    use_internal_logger: {value}\n  debug:"
+
+
+@pytest.mark.parametrize("value", ["yes", "on", "off", "Off", "y", "No"])
+def test_yaml_1_1_booleans_are_text_to_the_collector(value: str) -> None:
+    """The collector refuses them ('expected type bool, got unconvertible type string')."""
+    text = config(GOOD.replace("exporters: [debug]}", "exporters: [debug, debug/b]}", 1))
+    found = violations(text.replace("exporters:\n  debug:", _DEBUG_B.format(value=value)))
+    assert found == ["exporters.debug/b.use_internal_logger: must be true or false, not a string"]
+
+
+@pytest.mark.parametrize("value", ["1e3", "1.5", "0o17", "017", "0x10", "1_000"])
+def test_an_integer_option_takes_any_number_go_yaml_reads(value: str) -> None:
+    """mapstructure sets a Go integer from a float (truncated), and Go YAML reads 0o17 as 15."""
+    validate_collector_config(
+        config(GOOD).replace("  batch:\n", f"  batch:\n    send_batch_size: {value}\n", 1)
+    )
+
+
+@pytest.mark.parametrize("value", ["1:30", "lots", "-1.5"])
+def test_an_integer_option_refuses_text_and_negative_numbers(value: str) -> None:
+    found = violations(
+        config(GOOD).replace("  batch:\n", f"  batch:\n    send_batch_size: {value}\n", 1)
+    )
+    assert len(found) == 1 and found[0].startswith("processors.batch.send_batch_size: must be")
+
+
+def test_the_submit_config_keeps_yaml_1_1() -> None:
+    """Only collector configs are read the collector's way; the submit config is PyYAML's."""
+    from nemo_gym.orchestration.executors.otel._common.yaml_loader import parse_yaml
+
+    def error(path: str, message: str) -> CollectorConfigError:
+        raise AssertionError(f"{path}: {message}")
+
+    assert parse_yaml("a: off\nb: 0o17\n", "x", error) == {"a": False, "b": "0o17"}
+    assert parse_yaml("a: off\nb: 0o17\n", "x", error, collector=True) == {"a": "off", "b": 15}

@@ -262,6 +262,58 @@ AGREEMENT_CASES = {
         False,
     ),
 }
+# Scalars as Go YAML v3 reads them (the package once read them by YAML 1.1): a boolean option
+# takes only true/True/TRUE/false/False/FALSE; an integer option any number (mapstructure
+# truncates a float), and 1:30 or a hexadecimal number past 64 bits is text.
+AGREEMENT_CASES.update(
+    {
+        f"debug-use-internal-logger-{value}": (
+            _hand_written(exporters=f"  debug/b:\n    use_internal_logger: {value}\n").replace(
+                "exporters: [debug]", "exporters: [debug, debug/b]"
+            ),
+            value in ("true", "True", "FALSE"),
+        )
+        for value in ("true", "True", "FALSE", "yes", "on", "off", "Off", "y", "No")
+    }
+)
+AGREEMENT_CASES.update(
+    {
+        f"batch-send-batch-size-{value}": (
+            _hand_written(
+                processors=f"  batch/b:\n    send_batch_size: {value}\n",
+                pipeline="{receivers: [otlp], processors: [batch/b], exporters: [debug]}",
+            ),
+            accepted,
+        )
+        for value, accepted in (
+            ("1e3", True),
+            ("1.5", True),
+            ("0o17", True),
+            ("017", True),
+            ("08", True),
+            ("0x10", True),
+            ("1_000", True),
+            ("1:30", False),
+            ("99999999999999999999999", True),  # past 64 bits: a float
+            ("0x1FFFFFFFFFFFFFFFFFF", False),  # past 64 bits and no float: text
+        )
+    }
+)
+AGREEMENT_CASES.update(
+    {
+        f"file-path-{name}": (
+            _hand_written(
+                exporters=f"  file:\n    path: {value}\n",
+                pipeline="{receivers: [otlp], exporters: [file]}",
+            ),
+            accepted,
+        )
+        for name, value, accepted in (
+            ("timestamp", "2001-1-2", False),  # a time.Time, which a string option refuses
+            ("no-such-date", "2024-02-31", True),  # no timestamp: text
+        )
+    }
+)
 
 
 @pytest.mark.parametrize("line", LINES)

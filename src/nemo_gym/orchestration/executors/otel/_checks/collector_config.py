@@ -200,7 +200,10 @@ def load_collector_config(
 
     line = template_set(search_path(template_dirs)).line_for(collector_version)
     parsed = parse_yaml(
-        text, source, lambda path, message: CollectorConfigError([Violation(path, message)], source)
+        text,
+        source,
+        lambda path, message: CollectorConfigError([Violation(path, message)], source),
+        collector=True,
     )
     return parsed, line
 
