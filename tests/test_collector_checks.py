@@ -348,3 +348,72 @@ def test_the_submit_config_keeps_yaml_1_1() -> None:
 
     assert parse_yaml("a: off\nb: 0o17\n", "x", error) == {"a": False, "b": "0o17"}
     assert parse_yaml("a: off\nb: 0o17\n", "x", error, collector=True) == {"a": "off", "b": 15}
+
+
+# Components' own Validate rules that compare two options (_checks/component_rules.py).
+@pytest.mark.parametrize(
+    ("batch", "expected"),
+    [
+        ("send_batch_size: 100\n    send_batch_max_size: 50", "send_batch_max_size: is 50, below"),
+        ("send_batch_max_size: 100", "send_batch_max_size: is 100, below send_batch_size (8192,"),
+        ("metadata_keys: [a, A]", "metadata_keys[1]: repeats 'a'"),
+        ("timeout: -1s", "timeout: must be a duration that is not negative"),
+    ],
+)
+def test_batch_rules(batch: str, expected: str) -> None:
+    found = violations(config(GOOD).replace("  batch:\n", f"  batch:\n    {batch}\n", 1))
+    assert len(found) == 1 and found[0].startswith(f"processors.batch.{expected}"), found
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [
+        "send_batch_size: 100\n    send_batch_max_size: 100",
+        "send_batch_size: 100\n    send_batch_max_size: 0",
+        "send_batch_max_size: 8192",
+        "metadata_keys: [a, b]",
+        "timeout: 0s",
+    ],
+)
+def test_batch_rules_pass(batch: str) -> None:
+    validate_collector_config(config(GOOD).replace("  batch:\n", f"  batch:\n    {batch}\n", 1))
+
+
+_JOB = '        - job_name: "m"\n'
+
+
+@pytest.mark.parametrize(
+    ("job", "expected"),
+    [
+        (
+            "          scrape_interval: 5s\n          scrape_timeout: 10s\n",
+            "scrape_configs[0].scrape_timeout: is longer than the job's scrape_interval",
+        ),
+        (
+            "          scrape_timeout: 2m\n",
+            "scrape_configs[0].scrape_timeout: is longer than the job's scrape_interval",
+        ),
+        (
+            '        - job_name: "m"\n          static_configs: [{targets: ["localhost:9"]}]\n',
+            "scrape_configs[1].job_name: 'm' names another scrape job too",
+        ),
+    ],
+)
+def test_prometheus_rules(job: str, expected: str) -> None:
+    # A whole job goes before the first, more keys into it.
+    added = job + _JOB if job.startswith("        - ") else _JOB + job
+    found = violations(config(GOOD).replace(_JOB, added, 1))
+    assert found == [v for v in found if v.startswith("receivers.prometheus.config.")], found
+    assert any(v.startswith(f"receivers.prometheus.config.{expected}") for v in found), found
+
+
+@pytest.mark.parametrize(
+    "job",
+    [
+        "          scrape_interval: 5s\n          scrape_timeout: 5s\n",
+        "          scrape_timeout: 1m\n",  # the global interval's default
+        "          scrape_interval: 1h\n          scrape_timeout: 2m\n",
+    ],
+)
+def test_prometheus_rules_pass(job: str) -> None:
+    validate_collector_config(config(GOOD).replace(_JOB, _JOB + job, 1))

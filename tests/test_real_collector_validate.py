@@ -316,6 +316,71 @@ AGREEMENT_CASES.update(
 )
 
 
+def _scrape(jobs: str, global_config: str = "") -> str:
+    """The probe's shape with a prometheus receiver: ``jobs`` are scrape_configs items."""
+    return (
+        f"receivers:\n  prometheus:\n    config:\n{global_config}      scrape_configs:\n{jobs}"
+        "exporters:\n  debug:\nservice:\n  telemetry:\n    metrics:\n      level: none\n"
+        "  pipelines:\n    metrics: {receivers: [prometheus], exporters: [debug]}\n"
+    )
+
+
+def _job(name: str = "a", extra: str = "") -> str:
+    return f"        - job_name: {name}\n{extra}          static_configs: [{{targets: ['localhost:9100']}}]\n"
+
+
+# Components' own Validate rules that compare two options (batchprocessor Config.Validate;
+# prometheus config.go, ScrapeConfig.Validate and the job names' check).
+AGREEMENT_CASES.update(
+    {
+        f"batch-{name}": (
+            _hand_written(
+                processors=f"  batch/b:\n{body}",
+                pipeline="{receivers: [otlp], processors: [batch/b], exporters: [debug]}",
+            ),
+            accepted,
+        )
+        for name, body, accepted in (
+            ("max-below-size", "    send_batch_size: 10\n    send_batch_max_size: 5\n", False),
+            ("max-zero", "    send_batch_size: 10\n    send_batch_max_size: 0\n", True),
+            ("max-below-default-size", "    send_batch_max_size: 100\n", False),
+            ("max-at-default-size", "    send_batch_max_size: 8192\n", True),
+            ("metadata-keys-repeated", "    metadata_keys: [a, A]\n", False),
+            ("timeout-negative", "    timeout: -1s\n", False),
+            ("timeout-zero", "    timeout: 0s\n", True),
+        )
+    }
+)
+AGREEMENT_CASES.update(
+    {
+        "prometheus-job-name-twice": (_scrape(_job() + _job()), False),
+        "prometheus-timeout-over-interval": (
+            _scrape(_job(extra="          scrape_interval: 5s\n          scrape_timeout: 10s\n")),
+            False,
+        ),
+        "prometheus-timeout-at-default-interval": (
+            _scrape(_job(extra="          scrape_timeout: 1m\n")),
+            True,
+        ),
+        "prometheus-timeout-over-default-interval": (
+            _scrape(_job(extra="          scrape_timeout: 2m\n")),
+            False,
+        ),
+        "prometheus-timeout-under-global-interval": (
+            _scrape(
+                _job(extra="          scrape_timeout: 2m\n"),
+                "      global:\n        scrape_interval: 5m\n",
+            ),
+            True,
+        ),
+        "prometheus-global-timeout-over-default-interval": (
+            _scrape(_job(), "      global:\n        scrape_timeout: 2m\n"),
+            False,
+        ),
+    }
+)
+
+
 @pytest.mark.parametrize("line", LINES)
 def test_package_and_collector_agree_on_hand_written_configs(
     line: str, binaries: dict[str, Path], tmp_path: Path
