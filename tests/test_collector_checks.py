@@ -82,9 +82,9 @@ def test_a_consistent_graph_passes() -> None:
             "service.pipelines.traces.receivers.prometheus: 'prometheus' does not handle traces",
         ),
         (
-            "    traces: {receivers: [otlp], exporters: [debug, debug]}\n",
+            "    traces: {receivers: [otlp], processors: [batch, batch], exporters: [debug]}\n",
             "health_check",
-            "service.pipelines.traces.exporters.debug: 'debug' is listed twice",
+            "service.pipelines.traces.processors.batch: 'batch' is listed twice",
         ),
         (
             "    traces: {receivers: [otlp], exporters: [forward/t]}\n",
@@ -176,12 +176,244 @@ def test_not_a_mapping() -> None:
     [
         ("1", "receivers: has the key 1, which YAML reads as int; quote it to make it a string"),
         (
-            "on",
+            "true",
             "receivers: has the key True, which YAML reads as bool; quote it to make it a string",
         ),
+        # The collector's YAML (Go YAML v3) reads on as text: an unknown component, not a bool.
+        ("on", "receivers.on: unknown key; known keys here: otlp, prometheus"),
     ],
 )
 def test_keys_yaml_does_not_read_as_strings_are_named(key: str, expected: str) -> None:
     """JSON Schema only knows string keys; such a key once crashed the check with a TypeError."""
     text = config(GOOD).replace("receivers:\n  otlp:", f"receivers:\n  {key}: {{}}\n  otlp:", 1)
     assert violations(text) == [expected]
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        "{receivers: [otlp, otlp], exporters: [debug]}",
+        "{receivers: [otlp], exporters: [debug, debug]}",
+        "{receivers: [otlp], exporters: [forward/t, forward/t]}\n    traces/out: {receivers: [forward/t, forward/t], exporters: [debug]}",
+    ],
+)
+def test_a_receiver_or_exporter_listed_twice_passes(pipeline: str) -> None:
+    """service/pipelines/config.go, PipelineConfig.Validate refuses duplicates only among
+    processors; a receiver or exporter listed twice is one node of the collector's graph."""
+    validate_collector_config(config(f"    traces: {pipeline}\n"))
+
+
+@pytest.mark.parametrize("level", ["none", "None", "NONE", "nOnE"])
+def test_metrics_level_none_in_any_case_binds_no_port(level: str) -> None:
+    """configtelemetry.Level.UnmarshalText lower-cases the level: None is none, and the
+    telemetry rule (no reader binds localhost:8888) must not fire on it."""
+    validate_collector_config(config(GOOD).replace("level: none", f"level: {level}"))
+
+
+@pytest.mark.parametrize("level", ["Basic", "NORMAL", "Detailed"])
+def test_other_metrics_levels_in_any_case_still_bind_the_port(level: str) -> None:
+    found = violations(config(GOOD).replace("level: none", f"level: {level}"))
+    assert [v for v in found if "localhost:8888" in v], found
+
+
+_RESOURCE = """\
+processors:
+  resource:
+    attributes:
+      - {{key: a, value: b, action: {action}}}
+  batch:"""
+
+
+@pytest.mark.parametrize("action", ["upsert", "UPSERT", "Insert", "DELETE"])
+def test_attribute_actions_are_read_in_any_case(action: str) -> None:
+    """attraction.go, NewAttrProc lower-cases the action before it reads it."""
+    text = config(GOOD.replace("processors: [batch]", "processors: [batch, resource]"))
+    validate_collector_config(
+        text.replace("processors:\n  batch:", _RESOURCE.format(action=action))
+    )
+
+
+def test_an_unknown_attribute_action_is_refused_in_any_case() -> None:
+    text = config(GOOD.replace("processors: [batch]", "processors: [batch, resource]"))
+    found = violations(text.replace("processors:\n  batch:", _RESOURCE.format(action="Smash")))
+    assert found == [
+        "processors.resource.attributes[0].action: must be one of: insert, update, upsert, "
+        "delete, hash, extract, convert (any case)"
+    ]
+
+
+_FILE = "exporters:\n  file:\n    path: ./x.jsonl\n    flush_interval: {interval}\n  debug:"
+
+
+@pytest.mark.parametrize("interval", ["0s", "0", "1s", "250ms"])
+def test_file_flush_interval_zero_means_the_default(interval: str) -> None:
+    """fileexporter's Config.Validate refuses only a negative flush_interval; 0 means 1s."""
+    text = config(GOOD.replace("exporters: [debug]}\n", "exporters: [debug, file]}\n", 1))
+    validate_collector_config(text.replace("exporters:\n  debug:", _FILE.format(interval=interval)))
+
+
+def test_a_negative_file_flush_interval_is_refused() -> None:
+    text = config(GOOD.replace("exporters: [debug]}\n", "exporters: [debug, file]}\n", 1))
+    found = violations(text.replace("exporters:\n  debug:", _FILE.format(interval="-1s")))
+    assert found == [
+        "exporters.file.flush_interval: must be a duration that is not negative, such as 0s or 30s"
+    ]
+
+
+# Plain scalars as the collector's YAML library (Go YAML v3, resolve.go) reads them.
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("true", True),
+        ("TRUE", True),
+        ("False", False),
+        ("tRUE", "tRUE"),
+        ("yes", "yes"),
+        ("on", "on"),
+        ("off", "off"),
+        ("y", "y"),
+        ("~", None),
+        ("Null", None),
+        ("1:30", "1:30"),
+        ("0o17", 15),
+        ("017", 15),
+        ("08", 8.0),
+        ("0x1F", 31),
+        ("-0b101", -5),
+        ("1_000", 1000),
+        ("1e3", 1000.0),
+        ("1.5", 1.5),
+        (".5", 0.5),
+        ("+.inf", float("inf")),
+        ("inf", "inf"),
+        ("1e400", "1e400"),
+        ("18446744073709551615", 18446744073709551615),
+        ("+18446744073709551615", 1.8446744073709552e19),
+        ("0x1FFFFFFFFFFFFFFFFFF", "0x1FFFFFFFFFFFFFFFFFF"),
+        ("2024-02-31", "2024-02-31"),
+        ("=", "="),
+    ],
+)
+def test_plain_scalars_resolve_as_go_yaml_does(text: str, value: object) -> None:
+    from nemo_gym.orchestration.executors.otel._common.go_yaml_scalars import go_scalar
+
+    resolved = go_scalar(text)[1]
+    assert resolved == value and type(resolved) is type(value)
+
+
+def test_timestamps_resolve_as_go_yaml_does() -> None:
+    import datetime
+
+    from nemo_gym.orchestration.executors.otel._common.go_yaml_scalars import go_scalar
+
+    assert go_scalar("2001-1-2")[1] == datetime.date(2001, 1, 2)
+    assert go_scalar("2001-12-14t21:59:43.1+01:00")[1] == datetime.datetime(
+        2001, 12, 14, 21, 59, 43, 100000, datetime.timezone(datetime.timedelta(hours=1))
+    )
+
+
+_DEBUG_B = "exporters:\n  debug/b:\n    use_internal_logger: {value}\n  debug:"
+
+
+@pytest.mark.parametrize("value", ["yes", "on", "off", "Off", "y", "No"])
+def test_yaml_1_1_booleans_are_text_to_the_collector(value: str) -> None:
+    """The collector refuses them ('expected type bool, got unconvertible type string')."""
+    text = config(GOOD.replace("exporters: [debug]}", "exporters: [debug, debug/b]}", 1))
+    found = violations(text.replace("exporters:\n  debug:", _DEBUG_B.format(value=value)))
+    assert found == ["exporters.debug/b.use_internal_logger: must be true or false, not a string"]
+
+
+@pytest.mark.parametrize("value", ["1e3", "1.5", "0o17", "017", "0x10", "1_000"])
+def test_an_integer_option_takes_any_number_go_yaml_reads(value: str) -> None:
+    """mapstructure sets a Go integer from a float (truncated), and Go YAML reads 0o17 as 15."""
+    validate_collector_config(
+        config(GOOD).replace("  batch:\n", f"  batch:\n    send_batch_size: {value}\n", 1)
+    )
+
+
+@pytest.mark.parametrize("value", ["1:30", "lots", "-1.5"])
+def test_an_integer_option_refuses_text_and_negative_numbers(value: str) -> None:
+    found = violations(
+        config(GOOD).replace("  batch:\n", f"  batch:\n    send_batch_size: {value}\n", 1)
+    )
+    assert len(found) == 1 and found[0].startswith("processors.batch.send_batch_size: must be")
+
+
+def test_the_submit_config_keeps_yaml_1_1() -> None:
+    """Only collector configs are read the collector's way; the submit config is PyYAML's."""
+    from nemo_gym.orchestration.executors.otel._common.yaml_loader import parse_yaml
+
+    def error(path: str, message: str) -> CollectorConfigError:
+        raise AssertionError(f"{path}: {message}")
+
+    assert parse_yaml("a: off\nb: 0o17\n", "x", error) == {"a": False, "b": "0o17"}
+    assert parse_yaml("a: off\nb: 0o17\n", "x", error, collector=True) == {"a": "off", "b": 15}
+
+
+# Components' own Validate rules that compare two options (_checks/component_rules.py).
+@pytest.mark.parametrize(
+    ("batch", "expected"),
+    [
+        ("send_batch_size: 100\n    send_batch_max_size: 50", "send_batch_max_size: is 50, below"),
+        ("send_batch_max_size: 100", "send_batch_max_size: is 100, below send_batch_size (8192,"),
+        ("metadata_keys: [a, A]", "metadata_keys[1]: repeats 'a'"),
+        ("timeout: -1s", "timeout: must be a duration that is not negative"),
+    ],
+)
+def test_batch_rules(batch: str, expected: str) -> None:
+    found = violations(config(GOOD).replace("  batch:\n", f"  batch:\n    {batch}\n", 1))
+    assert len(found) == 1 and found[0].startswith(f"processors.batch.{expected}"), found
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [
+        "send_batch_size: 100\n    send_batch_max_size: 100",
+        "send_batch_size: 100\n    send_batch_max_size: 0",
+        "send_batch_max_size: 8192",
+        "metadata_keys: [a, b]",
+        "timeout: 0s",
+    ],
+)
+def test_batch_rules_pass(batch: str) -> None:
+    validate_collector_config(config(GOOD).replace("  batch:\n", f"  batch:\n    {batch}\n", 1))
+
+
+_JOB = '        - job_name: "m"\n'
+
+
+@pytest.mark.parametrize(
+    ("job", "expected"),
+    [
+        (
+            "          scrape_interval: 5s\n          scrape_timeout: 10s\n",
+            "scrape_configs[0].scrape_timeout: is longer than the job's scrape_interval",
+        ),
+        (
+            "          scrape_timeout: 2m\n",
+            "scrape_configs[0].scrape_timeout: is longer than the job's scrape_interval",
+        ),
+        (
+            '        - job_name: "m"\n          static_configs: [{targets: ["localhost:9"]}]\n',
+            "scrape_configs[1].job_name: 'm' names another scrape job too",
+        ),
+    ],
+)
+def test_prometheus_rules(job: str, expected: str) -> None:
+    # A whole job goes before the first, more keys into it.
+    added = job + _JOB if job.startswith("        - ") else _JOB + job
+    found = violations(config(GOOD).replace(_JOB, added, 1))
+    assert found == [v for v in found if v.startswith("receivers.prometheus.config.")], found
+    assert any(v.startswith(f"receivers.prometheus.config.{expected}") for v in found), found
+
+
+@pytest.mark.parametrize(
+    "job",
+    [
+        "          scrape_interval: 5s\n          scrape_timeout: 5s\n",
+        "          scrape_timeout: 1m\n",  # the global interval's default
+        "          scrape_interval: 1h\n          scrape_timeout: 2m\n",
+    ],
+)
+def test_prometheus_rules_pass(job: str) -> None:
+    validate_collector_config(config(GOOD).replace(_JOB, _JOB + job, 1))

@@ -194,3 +194,207 @@ def test_a_line_added_by_override_works_on_the_real_collector(
         helpers.COMBINATIONS, _validate_each(runs, tmp_path), strict=True
     ):
         assert result.returncode == 0, f"older/{combination}: {result.stderr[-2000:]}"
+
+
+def _hand_written(
+    processors: str = "", exporters: str = "", pipeline: str = "", level: str = "none"
+) -> str:
+    """A small config on the minimal lines' components, the probe's shape: ``processors`` and
+    ``exporters`` are extra component bodies, ``pipeline`` the traces pipeline (flow style)."""
+    return (
+        'receivers:\n  otlp:\n    protocols:\n      grpc:\n        endpoint: "localhost:4317"\n'
+        f"processors:\n  batch:\n{processors}"
+        f"exporters:\n  debug:\n{exporters}"
+        f"service:\n  telemetry:\n    metrics:\n      level: {level}\n"
+        f"  pipelines:\n    traces: {pipeline or '{receivers: [otlp], exporters: [debug]}'}\n"
+    )
+
+
+# Hand-written configs the package once judged unlike the collector (a probe of `validate`
+# against the binaries), with the collector's verdict on both lines: id -> (text, accepted).
+AGREEMENT_CASES = {
+    # exporter/fileexporter/config.go, Config.Validate: only a negative flush_interval is refused.
+    "file-flush-interval-zero": (
+        _hand_written(
+            exporters="  file:\n    path: ./x.json\n    flush_interval: 0s\n",
+            pipeline="{receivers: [otlp], exporters: [file]}",
+        ),
+        True,
+    ),
+    "file-flush-interval-negative": (
+        _hand_written(
+            exporters="  file:\n    path: ./x.json\n    flush_interval: -1s\n",
+            pipeline="{receivers: [otlp], exporters: [file]}",
+        ),
+        False,
+    ),
+    # service/pipelines/config.go, PipelineConfig.Validate: duplicates only among processors.
+    "receiver-listed-twice": (
+        _hand_written(pipeline="{receivers: [otlp, otlp], exporters: [debug]}"),
+        True,
+    ),
+    "exporter-listed-twice": (
+        _hand_written(pipeline="{receivers: [otlp], exporters: [debug, debug]}"),
+        True,
+    ),
+    "processor-listed-twice": (
+        _hand_written(
+            pipeline="{receivers: [otlp], processors: [batch, batch], exporters: [debug]}"
+        ),
+        False,
+    ),
+    # configtelemetry.Level.UnmarshalText lower-cases the level; attraction's NewAttrProc the action.
+    "metrics-level-None": (_hand_written(level="None"), True),
+    "metrics-level-NONE": (_hand_written(level="NONE"), True),
+    "metrics-level-Nope": (_hand_written(level="Nope"), False),
+    "resource-action-UPSERT": (
+        _hand_written(
+            processors="  resource:\n    attributes:\n      - {key: a, value: b, action: UPSERT}\n",
+            pipeline="{receivers: [otlp], processors: [resource], exporters: [debug]}",
+        ),
+        True,
+    ),
+    "resource-action-Smash": (
+        _hand_written(
+            processors="  resource:\n    attributes:\n      - {key: a, value: b, action: Smash}\n",
+            pipeline="{receivers: [otlp], processors: [resource], exporters: [debug]}",
+        ),
+        False,
+    ),
+}
+# Scalars as Go YAML v3 reads them (the package once read them by YAML 1.1): a boolean option
+# takes only true/True/TRUE/false/False/FALSE; an integer option any number (mapstructure
+# truncates a float), and 1:30 or a hexadecimal number past 64 bits is text.
+AGREEMENT_CASES.update(
+    {
+        f"debug-use-internal-logger-{value}": (
+            _hand_written(exporters=f"  debug/b:\n    use_internal_logger: {value}\n").replace(
+                "exporters: [debug]", "exporters: [debug, debug/b]"
+            ),
+            value in ("true", "True", "FALSE"),
+        )
+        for value in ("true", "True", "FALSE", "yes", "on", "off", "Off", "y", "No")
+    }
+)
+AGREEMENT_CASES.update(
+    {
+        f"batch-send-batch-size-{value}": (
+            _hand_written(
+                processors=f"  batch/b:\n    send_batch_size: {value}\n",
+                pipeline="{receivers: [otlp], processors: [batch/b], exporters: [debug]}",
+            ),
+            accepted,
+        )
+        for value, accepted in (
+            ("1e3", True),
+            ("1.5", True),
+            ("0o17", True),
+            ("017", True),
+            ("08", True),
+            ("0x10", True),
+            ("1_000", True),
+            ("1:30", False),
+            ("99999999999999999999999", True),  # past 64 bits: a float
+            ("0x1FFFFFFFFFFFFFFFFFF", False),  # past 64 bits and no float: text
+        )
+    }
+)
+AGREEMENT_CASES.update(
+    {
+        f"file-path-{name}": (
+            _hand_written(
+                exporters=f"  file:\n    path: {value}\n",
+                pipeline="{receivers: [otlp], exporters: [file]}",
+            ),
+            accepted,
+        )
+        for name, value, accepted in (
+            ("timestamp", "2001-1-2", False),  # a time.Time, which a string option refuses
+            ("no-such-date", "2024-02-31", True),  # no timestamp: text
+        )
+    }
+)
+
+
+def _scrape(jobs: str, global_config: str = "") -> str:
+    """The probe's shape with a prometheus receiver: ``jobs`` are scrape_configs items."""
+    return (
+        f"receivers:\n  prometheus:\n    config:\n{global_config}      scrape_configs:\n{jobs}"
+        "exporters:\n  debug:\nservice:\n  telemetry:\n    metrics:\n      level: none\n"
+        "  pipelines:\n    metrics: {receivers: [prometheus], exporters: [debug]}\n"
+    )
+
+
+def _job(name: str = "a", extra: str = "") -> str:
+    return f"        - job_name: {name}\n{extra}          static_configs: [{{targets: ['localhost:9100']}}]\n"
+
+
+# Components' own Validate rules that compare two options (batchprocessor Config.Validate;
+# prometheus config.go, ScrapeConfig.Validate and the job names' check).
+AGREEMENT_CASES.update(
+    {
+        f"batch-{name}": (
+            _hand_written(
+                processors=f"  batch/b:\n{body}",
+                pipeline="{receivers: [otlp], processors: [batch/b], exporters: [debug]}",
+            ),
+            accepted,
+        )
+        for name, body, accepted in (
+            ("max-below-size", "    send_batch_size: 10\n    send_batch_max_size: 5\n", False),
+            ("max-zero", "    send_batch_size: 10\n    send_batch_max_size: 0\n", True),
+            ("max-below-default-size", "    send_batch_max_size: 100\n", False),
+            ("max-at-default-size", "    send_batch_max_size: 8192\n", True),
+            ("metadata-keys-repeated", "    metadata_keys: [a, A]\n", False),
+            ("timeout-negative", "    timeout: -1s\n", False),
+            ("timeout-zero", "    timeout: 0s\n", True),
+        )
+    }
+)
+AGREEMENT_CASES.update(
+    {
+        "prometheus-job-name-twice": (_scrape(_job() + _job()), False),
+        "prometheus-timeout-over-interval": (
+            _scrape(_job(extra="          scrape_interval: 5s\n          scrape_timeout: 10s\n")),
+            False,
+        ),
+        "prometheus-timeout-at-default-interval": (
+            _scrape(_job(extra="          scrape_timeout: 1m\n")),
+            True,
+        ),
+        "prometheus-timeout-over-default-interval": (
+            _scrape(_job(extra="          scrape_timeout: 2m\n")),
+            False,
+        ),
+        "prometheus-timeout-under-global-interval": (
+            _scrape(
+                _job(extra="          scrape_timeout: 2m\n"),
+                "      global:\n        scrape_interval: 5m\n",
+            ),
+            True,
+        ),
+        "prometheus-global-timeout-over-default-interval": (
+            _scrape(_job(), "      global:\n        scrape_timeout: 2m\n"),
+            False,
+        ),
+    }
+)
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_package_and_collector_agree_on_hand_written_configs(
+    line: str, binaries: dict[str, Path], tmp_path: Path
+) -> None:
+    """Each case's verdict is the collector's on every line, and the package's is the same."""
+    names = list(AGREEMENT_CASES)
+    runs = [(binaries[line], AGREEMENT_CASES[name][0]) for name in names]
+    wrong = []
+    for name, result in zip(names, _validate_each(runs, tmp_path), strict=True):
+        text, expected = AGREEMENT_CASES[name]
+        package_ok = _package_accepts(Case(name, line, text))
+        collector_ok = result.returncode == 0
+        if (collector_ok, package_ok) != (expected, expected):
+            wrong.append(
+                f"{name}: expected {expected}, collector {collector_ok}, package {package_ok}"
+            )
+    assert not wrong, "\n".join(wrong)

@@ -44,7 +44,7 @@ def attributes_violations(config: Mapping[str, Any]) -> list[Violation]:
 def _extract_patterns(component_id: str, body: Mapping[str, Any]) -> Iterator[Violation]:
     actions = body.get("actions")
     for index, action in enumerate(actions if isinstance(actions, list) else []):
-        if not isinstance(action, Mapping) or action.get("action") != "extract":
+        if not isinstance(action, Mapping) or str(action.get("action")).lower() != "extract":
             continue
         pattern = action.get("pattern")
         if not isinstance(pattern, str):

@@ -21,6 +21,7 @@ from .._common.json_schema import violations as schema_violations
 from .._common.resources import load_schema
 from .._templating.catalogue import Line, search_path, template_set
 from .attributes_rules import attributes_violations
+from .component_rules import component_violations
 from .graph import graph_violations, scan_config, unused_components
 from .ottl_rules import ottl_violations
 from .secrets import credential_references
@@ -150,6 +151,7 @@ def _findings(
     sites = [[*p[:1], back.get(p[1], p[1]), *p[2:]] if len(p) > 1 else p for p in scan.token_sites]
     graph = graph_violations(canonical, line.names, component_signals(line.schema))
     graph += ottl_violations(canonical, line.schema) + attributes_violations(canonical)
+    graph += component_violations(canonical)
     tenant = tenant_violations(canonical, sites, policy, line.names["otlp_http"]) if policy else []
     found = [
         *unused_components(config),
@@ -200,7 +202,10 @@ def load_collector_config(
 
     line = template_set(search_path(template_dirs)).line_for(collector_version)
     parsed = parse_yaml(
-        text, source, lambda path, message: CollectorConfigError([Violation(path, message)], source)
+        text,
+        source,
+        lambda path, message: CollectorConfigError([Violation(path, message)], source),
+        collector=True,
     )
     return parsed, line
 

@@ -73,7 +73,7 @@ def scan_config(
     ``allowed_env`` (or one ``references`` allows at that place: a credential written as its
     rule asks), and where ``${env:<token_env>}`` is expanded, in one walk.
 
-    YAML reads ``on``, ``no`` or ``8080`` as a boolean or a number, and a JSON Schema only
+    YAML reads ``true``, ``null`` or ``8080`` as a boolean, None or a number, and a JSON Schema only
     speaks of string keys, so such keys are reported here instead of reaching it. The collector
     expands values only, so keys are not scanned for expansions (component ids with ``$`` are
     refused by the id rule)."""
@@ -183,7 +183,9 @@ def _reference_violations(
             seen: set[str] = set()
             for ref in pipeline.get(role) or []:
                 path = ["service", "pipelines", pipeline_id, role, str(ref)]  # dotted on a problem
-                if ref in seen:
+                if ref in seen and role == "processors":
+                    # service/pipelines/config.go, PipelineConfig.Validate: only processors;
+                    # a receiver or exporter listed twice is one node of the graph.
                     yield Violation(
                         dotted(path), f"{ref!r} is listed twice in this pipeline; list it once"
                     )

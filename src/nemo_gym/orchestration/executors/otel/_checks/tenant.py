@@ -111,8 +111,13 @@ def _adds_tenant(entry: Mapping[str, Any], token: str) -> bool:
     return (
         entry.get("key") == TENANT_KEY
         and entry.get("value") == token
-        and entry.get("action") in _ADDING_ACTIONS
+        and _action(entry) in _ADDING_ACTIONS
     )
+
+
+def _action(entry: Mapping[str, Any]) -> str:
+    """The action as the collector reads it: lower-cased (attraction.go, NewAttrProc)."""
+    return str(entry.get("action")).lower()
 
 
 def _is_tenant(body: Any, token: str) -> bool:
@@ -171,8 +176,8 @@ def _mention_violations(config: Mapping[str, Any], tenant_ids: set[str]) -> Iter
             if component_id in tenant_ids:
                 for index, entry in enumerate(_entries(body)):
                     if entry.get("key") == TENANT_KEY and (
-                        entry.get("action") in _ADDING_ACTIONS
-                        or (entry.get("action") == "convert" and len(entry) == 3)
+                        _action(entry) in _ADDING_ACTIONS
+                        or (_action(entry) == "convert" and len(entry) == 3)
                     ):
                         continue
                     if _mentions(entry):
@@ -365,8 +370,8 @@ def _telemetry_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
         return  # no block at all: a warning (telemetry_warnings), as for a hand-written config
     telemetry = service.get("telemetry")
     metrics = telemetry.get("metrics") if isinstance(telemetry, Mapping) else None
-    if isinstance(metrics, Mapping) and metrics.get("level") == "none":
-        return
+    if isinstance(metrics, Mapping) and str(metrics.get("level")).lower() == "none":
+        return  # configtelemetry.Level.UnmarshalText lower-cases it: None is none
     where = ["service", "telemetry", "metrics"]
     if not isinstance(metrics, Mapping):
         yield Violation(

@@ -270,8 +270,21 @@ def _deepest(error: Any) -> Any:
     from jsonschema.exceptions import best_match
 
     while error.context:
+        if _scalar_alternatives(error):
+            return error  # each way to write the value failed; its own message says them all
         error = best_match(error.context)
     return error
+
+
+def _scalar_alternatives(error: Any) -> bool:
+    """An anyOf/oneOf over a value that is no mapping or list (a duration: a string or an
+    integer), with its own message; one branch's complaint ('must be an integer') would mislead."""
+    return (
+        error.validator in ("anyOf", "oneOf")
+        and not isinstance(error.instance, (dict, list))
+        and isinstance(error.schema, dict)
+        and "x-message" in error.schema
+    )
 
 
 def _message(error: Any) -> str:
@@ -282,6 +295,8 @@ def _message(error: Any) -> str:
     got = describe(error.instance)
     if keyword == "type":
         names = [expected] if isinstance(expected, str) else expected
+        if error.schema.get("x-integer"):  # a Go integer, which takes any number (truncated)
+            names = ["integer" if n == "number" else n for n in names]
         return "must be " + " or ".join(_TYPE_NAMES.get(n, n) for n in names) + f", not {got}"
     if keyword == "enum":
         return "must be one of: " + ", ".join(map(str, expected))

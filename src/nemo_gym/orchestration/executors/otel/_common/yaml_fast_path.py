@@ -116,14 +116,17 @@ def _scalar(loader: Any, event: Any, scalar_node: type) -> Any:
 # The tag PyYAML's resolver gives a plain scalar depends only on its text here (the loader has no
 # path resolvers, and its implicit resolvers are fixed when the class is made), and the same keys
 # and values recur in every document: resolving each once saves a third of the construction.
-_RESOLVED: dict[tuple[str, tuple[bool, bool]], str] = {}
+# Keyed by the loader's class too: a collector config's scalars resolve as the collector's YAML
+# library resolves them, a submit config's as PyYAML does (yaml_loader).
+_RESOLVED: dict[tuple[type, str, tuple[bool, bool]], str] = {}
 _RESOLVED_MAX = 4096
 
 
 def _resolved(loader: Any, scalar_node: type, value: str, implicit: tuple[bool, bool]) -> str:
-    tag = _RESOLVED.get((value, implicit))
+    key = (type(loader), value, implicit)
+    tag = _RESOLVED.get(key)
     if tag is None:
         tag = loader.resolve(scalar_node, value, implicit)
         if len(_RESOLVED) < _RESOLVED_MAX:
-            _RESOLVED[value, implicit] = tag
+            _RESOLVED[key] = tag
     return tag

@@ -15,6 +15,9 @@ levels; below that the node graph is measured before anything is built: nesting 
 nodes in all (a "billion laughs" of a few hundred bytes) are refused at the line that makes
 them, as are characters YAML forbids and scalars that their type cannot hold (an integer of
 thousands of digits, a date that does not exist, ``!!int x``).
+
+A collector config's plain scalars are resolved as the collector's YAML library resolves them
+(:mod:`.go_yaml_scalars`: ``off`` is text, ``0o17`` an integer), a submit config's by PyYAML.
 """
 
 from __future__ import annotations
@@ -82,6 +85,35 @@ def _strict_loader() -> type:
                 raise _Refused(node.start_mark, _UNREADABLE_SCALAR) from None
 
     return StrictLoader
+
+
+@functools.cache
+def _collector_loader() -> type:
+    """The strict loader with plain scalars resolved as the collector's YAML library does
+    (:mod:`.go_yaml_scalars`): ``off`` is text, ``0o17`` an integer, ``1:30`` text."""
+    import yaml
+
+    from . import go_yaml_scalars as go
+
+    class CollectorLoader(_strict_loader()):  # type: ignore[misc]
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            if kind is yaml.ScalarNode and implicit[0]:
+                return go.MERGE if value == "<<" else go.go_scalar(value)[0]
+            return super().resolve(kind, value, implicit)
+
+    def construct(loader: Any, node: Any) -> Any:
+        """A scalar of a resolved or explicit (``!!int 0o17``) tag; Go YAML refuses a value
+        its explicit tag does not resolve to, but lets an integer be a !!float."""
+        tag, value = go.go_scalar(node.value)
+        if tag == node.tag:
+            return value
+        if node.tag == go.FLOAT and tag == go.INT:
+            return float(value)
+        raise ValueError(f"{node.value!r} is not {node.tag}")
+
+    for tag in (go.NULL, go.BOOL, go.INT, go.FLOAT, go.TIMESTAMP):
+        CollectorLoader.add_constructor(tag, construct)
+    return CollectorLoader
 
 
 def _duplicate(key: Any, key_node: Any) -> Exception:
@@ -200,8 +232,17 @@ def _load_composed(text: str, loader_class: type) -> Any:
         loader.dispose()
 
 
-def parse_yaml(text: str, source: str, error: Callable[[str, str], OtelConfigError]) -> Any:
-    """Parse one YAML document; a syntax error becomes ``error(path, message)`` naming ``source:line``."""
+def parse_yaml(
+    text: str,
+    source: str,
+    error: Callable[[str, str], OtelConfigError],
+    *,
+    collector: bool = False,
+) -> Any:
+    """Parse one YAML document; a syntax error becomes ``error(path, message)`` naming ``source:line``.
+
+    ``collector``: a collector config, whose plain scalars are read as the collector reads them
+    (Go YAML v3, :mod:`.go_yaml_scalars`) rather than by PyYAML's YAML 1.1 rules."""
     import yaml
 
     forbidden = _FORBIDDEN_CHARACTER.search(text)
@@ -213,7 +254,7 @@ def parse_yaml(text: str, source: str, error: Callable[[str, str], OtelConfigErr
             "which YAML does not allow; remove it or write it as an escape in a double-quoted string",
         )
     try:
-        return _load(text, _strict_loader())
+        return _load(text, _collector_loader() if collector else _strict_loader())
     except _Refused as exc:
         raise error(f"{source}:{exc.mark.line + 1}", exc.message) from None
     except yaml.MarkedYAMLError as exc:

@@ -116,7 +116,7 @@ def checked_rendering(rendering: Rendering) -> tuple[Any, list[Violation]]:
     from .._common.yaml_loader import parse_yaml
 
     source = f"rendered {rendering.template}"
-    parsed = parse_yaml(rendering.text, source, TemplateError)
+    parsed = parse_yaml(rendering.text, source, TemplateError, collector=True)
     try:
         found = check_collector_config(parsed, rendering.line, source, rendering.policy)
     except CollectorConfigError as exc:
