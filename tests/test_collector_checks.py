@@ -356,7 +356,7 @@ def test_the_submit_config_keeps_yaml_1_1() -> None:
     [
         ("send_batch_size: 100\n    send_batch_max_size: 50", "send_batch_max_size: is 50, below"),
         ("send_batch_max_size: 100", "send_batch_max_size: is 100, below send_batch_size (8192,"),
-        ("metadata_keys: [a, A]", "metadata_keys[1]: repeats 'a'"),
+        ("metadata_keys: [a, A]", "metadata_keys[1]: repeats entry 0"),
         ("timeout: -1s", "timeout: must be a duration that is not negative"),
     ],
 )
@@ -395,7 +395,7 @@ _JOB = '        - job_name: "m"\n'
         ),
         (
             '        - job_name: "m"\n          static_configs: [{targets: ["localhost:9"]}]\n',
-            "scrape_configs[1].job_name: 'm' names another scrape job too",
+            "scrape_configs[1].job_name: is the job_name of scrape_configs[0] too",
         ),
     ],
 )

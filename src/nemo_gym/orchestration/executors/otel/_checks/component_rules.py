@@ -54,16 +54,17 @@ def _batch(component_id: str, body: Mapping[str, Any]) -> Iterator[Violation]:
             "it: raise it to at least send_batch_size, or set 0 for no maximum",
         )
     keys = body.get("metadata_keys")
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for index, key in enumerate(keys if isinstance(keys, list) else []):
         if not isinstance(key, str):
             continue
         if key.lower() in seen:
             yield Violation(
                 dotted([*where, "metadata_keys", index]),
-                f"repeats {key.lower()!r} (entries are compared in lower case); remove it",
+                f"repeats entry {seen[key.lower()]} (entries are compared in lower case); "
+                "remove it",
             )
-        seen.add(key.lower())
+        seen.setdefault(key.lower(), index)
 
 
 def _number(value: Any) -> int | None:
@@ -89,7 +90,7 @@ def _prometheus(component_id: str, body: Mapping[str, Any]) -> Iterator[Violatio
             "shorten it or lengthen the interval",
         )
     jobs = prom.get("scrape_configs")
-    names: set[str] = set()
+    names: dict[str, int] = {}
     for index, job in enumerate(jobs if isinstance(jobs, list) else []):
         if not isinstance(job, Mapping):
             continue
@@ -107,9 +108,10 @@ def _prometheus(component_id: str, body: Mapping[str, Any]) -> Iterator[Violatio
             if name in names:
                 yield Violation(
                     dotted([*here, "job_name"]),
-                    f"{name!r} names another scrape job too; give each job its own name",
+                    f"is the job_name of scrape_configs[{names[name]}] too; give each job its "
+                    "own name",
                 )
-            names.add(name)
+            names.setdefault(name, index)
 
 
 def _milliseconds(value: Any) -> int | None:

@@ -370,7 +370,8 @@ def _telemetry_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
         return  # no block at all: a warning (telemetry_warnings), as for a hand-written config
     telemetry = service.get("telemetry")
     metrics = telemetry.get("metrics") if isinstance(telemetry, Mapping) else None
-    if isinstance(metrics, Mapping) and str(metrics.get("level")).lower() == "none":
+    level = metrics.get("level") if isinstance(metrics, Mapping) else None
+    if isinstance(level, str) and level.lower() == "none":
         return  # configtelemetry.Level.UnmarshalText lower-cases it: None is none
     where = ["service", "telemetry", "metrics"]
     if not isinstance(metrics, Mapping):
