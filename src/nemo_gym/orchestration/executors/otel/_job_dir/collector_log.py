@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .._common.text_file import bounded_lines
-from .._step.drain import retried_request
+from .._step.drain import retried_per_signal, retried_request
 from .json_values import json_object, parsed, whole_number
 from .signal_file import LINE_LIMIT_BYTES, open_job_file
 
@@ -62,11 +62,7 @@ class CollectorLog:
     def retried_after_timeout(self, exporters: Iterable[str]) -> dict[str, int]:
         """Per signal, the requests ``exporters`` retried after the backend did not answer in
         time (the backend may hold their items twice)."""
-        wanted, counts = set(exporters), dict[str, int]()
-        for (exporter, signal), requests in self.retried.items():
-            if exporter in wanted:
-                counts[signal] = counts.get(signal, 0) + requests
-        return counts
+        return retried_per_signal(self.retried, exporters)
 
     def lost_after(
         self,

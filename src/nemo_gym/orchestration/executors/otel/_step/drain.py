@@ -43,7 +43,8 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -265,11 +266,18 @@ def read_state(text: str, hops: set[str], backends: set[str]) -> DrainState:
 def retried_after_timeout(log_text: str, exporters: set[str] | frozenset[str]) -> dict[str, int]:
     """Per signal, the requests the queue's ``exporters`` retried after the backend did not
     answer in time (the backend may hold their items twice), from a collector's log."""
-    counts: dict[str, int] = {}
-    for line in log_text.splitlines():
-        retried = retried_request(line)
-        if retried and retried[0] in exporters:
-            counts[retried[1]] = counts.get(retried[1], 0) + 1
+    found = (retried_request(line) for line in log_text.splitlines())
+    return retried_per_signal(Counter(request for request in found if request), exporters)
+
+
+def retried_per_signal(
+    requests: Mapping[tuple[str, str], int], exporters: Iterable[str]
+) -> dict[str, int]:
+    """Per signal, the retried ``requests`` (counted by exporter and signal) of ``exporters``."""
+    wanted, counts = set(exporters), dict[str, int]()
+    for (exporter, signal_name), number in requests.items():
+        if exporter in wanted:
+            counts[signal_name] = counts.get(signal_name, 0) + number
     return counts
 
 

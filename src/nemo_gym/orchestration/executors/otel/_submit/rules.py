@@ -212,17 +212,16 @@ def listen_host_is_valid(host: str) -> bool:
 
 def _check_ports(config: SubmitConfig) -> None:
     otel = config.otel
-    reserved = _OWN_PORTS
     scraped: dict[int, str] = {}
     for key, port in (
         ("gpu_metrics_port", otel.gpu_metrics_port),
         ("node_metrics_port", otel.node_metrics_port),
     ):
         if port is not None:
-            _claim(scraped, reserved, port, f"otel.{key}")
+            _claim(scraped, _OWN_PORTS, port, f"otel.{key}")
     for service in config.services.values():
         if service.serves_model:
-            _claim(scraped, reserved, service.port, f"services.{service.name}.port")
+            _claim(scraped, _OWN_PORTS, service.port, f"services.{service.name}.port")
 
 
 def _claim(taken: dict[int, str], reserved: Mapping[int, str], port: int, path: str) -> None:
