@@ -65,6 +65,7 @@ def _canonical(config: Mapping[str, Any], schema_name: str) -> tuple[Any, dict[s
     as written, to name it in messages. Each alias is warned of, with the new name."""
     aliases = deprecated_names(schema_name)
     renamed: dict[str, str] = {}
+    back: dict[tuple[str, str], str] = {}  # (section, id as written) -> the new id
     sections = {}
     for section, body in config.items():
         if not isinstance(body, Mapping) or section == "service":
@@ -76,6 +77,7 @@ def _canonical(config: Mapping[str, Any], schema_name: str) -> tuple[Any, dict[s
             if new is not None and f"{new}{slash}{name}" not in body:
                 target = f"{new}{slash}{name}"
                 renamed[target] = component_id
+                back[section, str(component_id)] = target
                 warnings.warn(
                     CollectorConfigWarning(
                         Violation(
@@ -93,7 +95,6 @@ def _canonical(config: Mapping[str, Any], schema_name: str) -> tuple[Any, dict[s
         sections[section] = entries
     if not renamed:
         return config, {}
-    back = {old: new for new, old in renamed.items()}
     canonical = {**config, **sections}
     service = config.get("service")
     if isinstance(service, Mapping):
@@ -101,18 +102,36 @@ def _canonical(config: Mapping[str, Any], schema_name: str) -> tuple[Any, dict[s
     return canonical, renamed
 
 
-def _renamed_service(service: Mapping[str, Any], back: Mapping[str, str]) -> dict[str, Any]:
-    def rename(refs: Any) -> Any:
-        return [back.get(ref, ref) for ref in refs] if isinstance(refs, list) else refs
+# A pipeline role -> the sections its ids name (a receiver and an exporter may share an id).
+_ROLE_SECTIONS = {
+    "receivers": ("receivers", "connectors"),
+    "processors": ("processors",),
+    "exporters": ("exporters", "connectors"),
+}
+
+
+def _renamed_service(
+    service: Mapping[str, Any], back: Mapping[tuple[str, str], str]
+) -> dict[str, Any]:
+    def rename(refs: Any, sections: tuple[str, ...]) -> Any:
+        if not isinstance(refs, list):
+            return refs
+        return [
+            next((back[s, str(ref)] for s in sections if (s, str(ref)) in back), ref)
+            for ref in refs
+        ]
 
     out = dict(service)
     if "extensions" in service:
-        out["extensions"] = rename(service["extensions"])
+        out["extensions"] = rename(service["extensions"], ("extensions",))
     pipelines = service.get("pipelines")
     if isinstance(pipelines, Mapping):
         out["pipelines"] = {
             pipeline_id: (
-                {role: rename(refs) for role, refs in pipeline.items()}
+                {
+                    role: rename(refs, _ROLE_SECTIONS.get(role, ()))
+                    for role, refs in pipeline.items()
+                }
                 if isinstance(pipeline, Mapping)
                 else pipeline
             )
