@@ -609,6 +609,181 @@ AGREEMENT_CASES.update(
     }
 )
 
+# Rules that compare options or read an endpoint (_checks/component_rules.py): the memory
+# limiter, the exporter's sending_queue.batch and retry_on_failure, the gRPC endpoint.
+AGREEMENT_CASES.update(
+    {
+        **{
+            f"memory-limiter-{name}": (
+                _processor("memory_limiter", "    check_interval: 1s\n" + body),
+                accepted,
+            )
+            for name, body, accepted in (
+                ("spike-mib-at-limit", "    limit_mib: 100\n    spike_limit_mib: 100\n", False),
+                ("spike-mib-below-limit", "    limit_mib: 100\n    spike_limit_mib: 99\n", True),
+                (
+                    "spike-pct-at-limit",
+                    "    limit_percentage: 50\n    spike_limit_percentage: 50\n",
+                    False,
+                ),
+                (
+                    "spike-pct-below-limit",
+                    "    limit_percentage: 50\n    spike_limit_percentage: 49\n",
+                    True,
+                ),
+                (
+                    "spike-mib-beside-pct",
+                    "    limit_percentage: 50\n    spike_limit_mib: 100\n",
+                    True,
+                ),
+                ("limit-mib-zero", "    limit_mib: 0\n", False),
+                (
+                    "hard-gc-over-soft-default",
+                    "    limit_mib: 100\n    min_gc_interval_when_hard_limited: 20s\n",
+                    False,
+                ),
+                (
+                    "hard-gc-at-soft-default",
+                    "    limit_mib: 100\n    min_gc_interval_when_hard_limited: 10s\n",
+                    True,
+                ),
+            )
+        },
+        **{
+            f"otlp-exporter-{name}": (_otlp_exporter(body), accepted)
+            for name, body, accepted in (
+                (
+                    "queue-batch-max-below-min",
+                    "    sending_queue: {batch: {min_size: 10, max_size: 5}}\n",
+                    False,
+                ),
+                (
+                    "queue-batch-max-zero",
+                    "    sending_queue: {batch: {min_size: 10, max_size: 0}}\n",
+                    True,
+                ),
+                (
+                    "queue-batch-max-below-default-min",
+                    "    sending_queue: {batch: {max_size: 100}}\n",
+                    False,
+                ),
+                (
+                    "queue-batch-max-at-default-min",
+                    "    sending_queue: {batch: {max_size: 8192}}\n",
+                    True,
+                ),
+                (
+                    "retry-elapsed-below-initial",
+                    "    retry_on_failure: {max_elapsed_time: 1s}\n",
+                    False,
+                ),
+                (
+                    "retry-elapsed-below-max-interval",
+                    "    retry_on_failure: {max_elapsed_time: 29s}\n",
+                    False,
+                ),
+                (
+                    "retry-elapsed-at-max-interval",
+                    "    retry_on_failure: {max_elapsed_time: 30s}\n",
+                    True,
+                ),
+                ("retry-elapsed-zero", "    retry_on_failure: {max_elapsed_time: 0s}\n", True),
+                ("balancer-round-robin", "    balancer_name: round_robin\n", True),
+                ("balancer-bogus", "    balancer_name: bogus\n", False),
+            )
+        },
+        "otlp-exporter-queue-disabled-batch-max-below-default-min": (
+            _otlp_exporter("    sending_queue: {enabled: false, batch: {max_size: 100}}\n"),
+            {"current": True, "legacy": False},  # v0.161.0 does not check a disabled queue
+        ),
+        "otlp-exporter-retry-disabled-elapsed-below-initial": (
+            _otlp_exporter("    retry_on_failure: {enabled: false, max_elapsed_time: 1s}\n"),
+            {"current": False, "legacy": True},  # configretry v1.47.0 checks enabled retries only
+        ),
+        "otlp-exporter-balancer-Pick_First": (
+            _otlp_exporter("    balancer_name: Pick_First\n"),
+            {"current": False, "legacy": True},  # grpc-go v1.77 lower-cases the name
+        ),
+        **{
+            f"otlp-exporter-endpoint-{name}": (
+                _otlp_exporter("").replace("endpoint: localhost:4317", f"endpoint: {endpoint}"),
+                accepted,
+            )
+            for name, endpoint, accepted in (
+                ("no-port", "localhost", False),
+                ("ipv6-without-brackets", '"::1:4317"', False),
+                ("ipv6", '"[::1]:4317"', True),
+                ("http-no-port", "http://localhost", False),
+                ("https", "https://localhost:4317", True),
+                ("path-after-port", "http://localhost:4317/x", False),
+                ("port-name", "localhost:otlp", False),
+                ("empty-port", '"localhost:"', False),
+                ("dns", "dns:///localhost:4317", True),
+                ("dns-authority", "dns://8.8.8.8/localhost:4317", True),
+                ("dns-no-port", "dns:///localhost", False),
+                ("unix", "unix:///tmp/otlp.sock", True),
+                ("unix-empty", '"unix://"', False),
+            )
+        },
+        **{
+            # configgrpc v1.67.0 reads any scheme:// URI; otlpexporter v0.141.0 only dns://.
+            f"otlp-exporter-endpoint-{name}": (
+                _otlp_exporter("").replace("endpoint: localhost:4317", f"endpoint: {endpoint}"),
+                {"current": True, "legacy": False},
+            )
+            for name, endpoint in (
+                ("passthrough", "passthrough:///localhost:4317"),
+                ("dns-query", "dns:///localhost:4317?x=1"),
+            )
+        },
+    }
+)
+
+# internal/coreinternal/attraction/attraction.go, NewAttrProc: the options each action takes.
+AGREEMENT_CASES.update(
+    {
+        f"resource-action-{name}": (
+            _processor("resource", f"    attributes:\n      - {{key: a, {action}}}\n"),
+            accepted,
+        )
+        for name, action, accepted in (
+            ("value-and-from-attribute", "value: b, from_attribute: c, action: upsert", False),
+            (
+                "value-and-empty-from-attribute",
+                "value: b, from_attribute: '', action: upsert",
+                True,
+            ),
+            (
+                "from-attribute-and-from-context",
+                "from_attribute: b, from_context: c, action: insert",
+                False,
+            ),
+            ("upsert-with-pattern", "value: b, pattern: x, action: upsert", False),
+            ("update-with-converted-type", "value: b, converted_type: int, action: update", False),
+            ("delete-with-value", "value: b, action: delete", False),
+            ("delete-with-from-attribute", "from_attribute: b, action: HASH", False),
+            ("delete-with-from-context", "from_context: b, action: delete", True),
+            ("hash-with-converted-type", "converted_type: int, action: hash", False),
+            ("extract-with-value", "pattern: '(?P<x>.*)', value: b, action: extract", False),
+            (
+                "extract-with-converted-type",
+                "pattern: '(?P<x>.*)', converted_type: int, action: extract",
+                False,
+            ),
+            ("convert-with-pattern", "converted_type: int, pattern: x, action: convert", False),
+            (
+                "convert-with-from-attribute",
+                "converted_type: int, from_attribute: b, action: convert",
+                False,
+            ),
+        )
+    }
+)
+AGREEMENT_CASES["resource-action-default-value-only"] = (
+    _processor("resource", "    attributes:\n      - {key: a, default_value: b, action: upsert}\n"),
+    {"current": True, "legacy": False},  # attraction v0.161.0 takes a default_value
+)
+
 
 @pytest.mark.parametrize("line", LINES)
 def test_package_and_collector_agree_on_hand_written_configs(

@@ -10,13 +10,35 @@ The same at v0.141.0 and v0.161.0 (the ``validate`` probe of both lines' binarie
   ``Config.UnmarshalYAML`` and ``ScrapeConfig.Validate``: no two scrape jobs share a
   ``job_name``; a job's ``scrape_timeout`` is at most its ``scrape_interval`` (else the global
   one, else 1m), and the global timeout at most the global interval.
+- ``internal/memorylimiter/config.go``, ``Config.Validate``: ``limit_mib`` or
+  ``limit_percentage`` above zero; a non-zero limit above its spike limit; the soft-limited
+  minimum GC interval (10s when unset) not below the hard-limited one; and at v0.161.0, where
+  they exist, the maximum GC intervals not negative, each not below its minimum, the soft one
+  not below the hard one when both are set.
+- ``exporter/exporterhelper/internal/queuebatch/config.go``, ``BatchConfig.Validate``: a
+  non-zero ``sending_queue.batch.max_size`` is at least ``min_size`` (8192 when unset,
+  ``queue_sender.go``); at v0.161.0 a disabled queue is not checked (``configoptional``).
+- ``config/configretry/backoff.go``: a non-zero ``retry_on_failure.max_elapsed_time`` (5m when
+  unset) is not below ``initial_interval`` (5s) nor ``max_interval`` (30s); v1.47.0 checks only
+  enabled retries (the negative bounds are the schema's).
+- The gRPC OTLP exporter's ``endpoint``: ``exporter/otlpexporter/config.go`` (v0.141.0),
+  ``Config.Validate``, and ``config/configgrpc/configgrpc.go`` (v1.67.0, at v0.161.0),
+  ``ClientConfig.Validate``: after ``unix://`` a path; otherwise, without an ``http://`` or
+  ``https://`` prefix (v0.141.0 also ``dns://`` or ``dns:///``; v0.161.0 the path of any
+  ``scheme://`` URI), ``net.SplitHostPort`` must split it and the port be a decimal number.
+
+Where the lines differ, the exporter's type names the line: ``otlp_grpc`` and ``otlp_http``
+are the current line's (an ``otlp``/``otlphttp`` alias is renamed before these rules run),
+``otlp`` and ``otlphttp`` the legacy line's.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from decimal import Decimal, InvalidOperation
 from typing import Any
+from urllib.parse import urlsplit
 
 from .._common.errors import Violation, dotted
 from .graph import component_type, section_of
@@ -29,6 +51,19 @@ _PROM_DURATION = re.compile(
     r"(?:([0-9]+)ms)?\Z"
 )
 _UNIT_MS = (365 * 86_400_000, 7 * 86_400_000, 86_400_000, 3_600_000, 60_000, 1000, 1)
+_SECOND = 1_000_000_000
+# Go time.ParseDuration: [sign] then number-unit pairs, a number with an optional fraction.
+_GO_UNIT_NS = {"ns": 1, "us": 1000, "µs": 1000, "μs": 1000, "ms": 1_000_000, "s": _SECOND}
+_GO_UNIT_NS.update({"m": 60 * _SECOND, "h": 3600 * _SECOND})
+_GO_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+# exporter type -> whether the line checks as v0.161.0 does (True) or as v0.141.0 (False).
+_OTLP_EXPORTERS = {"otlp_grpc": True, "otlp_http": True, "otlp": False, "otlphttp": False}
+_GRPC_EXPORTERS = ("otlp_grpc", "otlp")
+_DEFAULT_QUEUE_BATCH_MIN_SIZE = 8192  # exporterhelper internal/queue_sender.go
+# configretry NewDefaultBackOffConfig: initial_interval, max_interval, max_elapsed_time.
+_RETRY_DEFAULTS = {"initial_interval": 5 * _SECOND, "max_interval": 30 * _SECOND}
+_RETRY_DEFAULTS["max_elapsed_time"] = 300 * _SECOND
+_SOFT_GC_DEFAULT = 10 * _SECOND  # memorylimiter NewDefaultConfig, min_gc_interval_when_soft_limited
 
 
 def component_violations(config: Mapping[str, Any]) -> list[Violation]:
@@ -36,10 +71,212 @@ def component_violations(config: Mapping[str, Any]) -> list[Violation]:
     for component_id, body in section_of(config, "processors").items():
         if component_type(str(component_id)) == "batch" and isinstance(body, Mapping):
             found.extend(_batch(component_id, body))
+        if component_type(str(component_id)) == "memory_limiter" and isinstance(body, Mapping):
+            found.extend(_memory_limiter(component_id, body))
     for component_id, body in section_of(config, "receivers").items():
         if component_type(str(component_id)) == "prometheus" and isinstance(body, Mapping):
             found.extend(_prometheus(component_id, body))
+    for component_id, body in section_of(config, "exporters").items():
+        kind = component_type(str(component_id))
+        if kind in _OTLP_EXPORTERS and isinstance(body, Mapping):
+            found.extend(_exporter_helper(component_id, body, _OTLP_EXPORTERS[kind]))
+        if kind in _GRPC_EXPORTERS and isinstance(body, Mapping):
+            found.extend(_grpc_endpoint(component_id, body, _OTLP_EXPORTERS[kind]))
     return found
+
+
+def _memory_limiter(component_id: str, body: Mapping[str, Any]) -> Iterator[Violation]:
+    where = ["processors", component_id]
+    limit_mib = _number(body.get("limit_mib", 0))
+    limit_pct = _number(body.get("limit_percentage", 0))
+    if limit_mib == 0 and limit_pct == 0:
+        key = "limit_mib" if "limit_mib" in body else "limit_percentage"
+        yield Violation(
+            dotted([*where, key]),
+            "is 0, and so is the other limit; the collector refuses it: set limit_mib or "
+            "limit_percentage above 0",
+        )
+    for limit, spike_key, unit in (
+        (limit_mib, "spike_limit_mib", "limit_mib"),
+        (limit_pct, "spike_limit_percentage", "limit_percentage"),
+    ):
+        spike = _number(body.get(spike_key, 0))
+        if limit is not None and spike is not None and 0 < limit <= spike:
+            yield Violation(
+                dotted([*where, spike_key]),
+                f"is {spike}, not below {unit} ({limit}); the collector refuses it: lower it "
+                f"below {unit}",
+            )
+    soft = _go_duration(body.get("min_gc_interval_when_soft_limited", _SOFT_GC_DEFAULT))
+    hard = _go_duration(body.get("min_gc_interval_when_hard_limited", 0))
+    if soft is not None and hard is not None and soft < hard:
+        yield Violation(
+            dotted([*where, "min_gc_interval_when_soft_limited"]),
+            "is shorter than min_gc_interval_when_hard_limited (the soft interval is 10s when "
+            "unset); the collector refuses it: make it at least the hard one",
+        )
+    yield from _max_gc_intervals(where, body, soft, hard)
+
+
+def _max_gc_intervals(
+    where: list[Any], body: Mapping[str, Any], soft: int | None, hard: int | None
+) -> Iterator[Violation]:
+    """memorylimiter v0.161.0: the maximum GC intervals (0, the default, for none)."""
+    maxima = {}
+    for key, minimum, kind in (
+        ("max_gc_interval_when_soft_limited", soft, "soft"),
+        ("max_gc_interval_when_hard_limited", hard, "hard"),
+    ):
+        value = _go_duration(body.get(key, 0))
+        maxima[kind] = value
+        if value is not None and value < 0:
+            yield Violation(dotted([*where, key]), "is negative; set 0 (no maximum) or more")
+        elif value and minimum is not None and value < minimum:
+            yield Violation(
+                dotted([*where, key]),
+                f"is shorter than min_gc_interval_when_{kind}_limited; the collector refuses "
+                "it: make it at least the minimum, or 0 for no maximum",
+            )
+    if maxima["soft"] and maxima["hard"] and 0 < maxima["soft"] < maxima["hard"]:
+        yield Violation(
+            dotted([*where, "max_gc_interval_when_soft_limited"]),
+            "is shorter than max_gc_interval_when_hard_limited; the collector refuses it: make "
+            "it at least the hard one",
+        )
+
+
+def _exporter_helper(
+    component_id: str, body: Mapping[str, Any], current: bool
+) -> Iterator[Violation]:
+    where = ["exporters", component_id]
+    queue = body.get("sending_queue")
+    if isinstance(queue, Mapping) and not (current and queue.get("enabled") is False):
+        batch = queue.get("batch")
+        if isinstance(batch, Mapping):
+            smallest = _number(batch.get("min_size", _DEFAULT_QUEUE_BATCH_MIN_SIZE))
+            largest = _number(batch.get("max_size", 0))
+            if smallest is not None and largest is not None and 0 < largest < smallest:
+                yield Violation(
+                    dotted([*where, "sending_queue", "batch", "max_size"]),
+                    f"is {largest}, below min_size ({smallest}"
+                    f"{', its default' if 'min_size' not in batch else ''}); the collector "
+                    "refuses it: raise it to at least min_size, or set 0 for no maximum",
+                )
+    retry = body.get("retry_on_failure")
+    if isinstance(retry, Mapping) and (current or retry.get("enabled") is not False):
+        spans = {key: _go_duration(retry.get(key, d)) for key, d in _RETRY_DEFAULTS.items()}
+        elapsed = spans["max_elapsed_time"]
+        for key in ("initial_interval", "max_interval"):
+            span = spans[key]
+            if elapsed is not None and span is not None and 0 < elapsed < span:
+                yield Violation(
+                    dotted([*where, "retry_on_failure", "max_elapsed_time"]),
+                    f"is shorter than {key} ({_RETRY_DEFAULTS[key] // _SECOND}s when unset); the "
+                    f"collector refuses it: make it at least {key}, or 0 to retry without end",
+                )
+                break
+
+
+def _grpc_endpoint(
+    component_id: str, body: Mapping[str, Any], current: bool
+) -> Iterator[Violation]:
+    endpoint = body.get("endpoint")
+    if not isinstance(endpoint, str):
+        return
+    where = dotted(["exporters", component_id, "endpoint"])
+    if endpoint.startswith("unix://"):
+        if endpoint == "unix://":
+            yield Violation(where, "names no socket after unix://; add its path")
+        return
+    if not _otlp_sanitized(endpoint):
+        yield Violation(where, "names no host after its scheme; write host:port")
+        return
+    address = _grpc_address(endpoint) if current else _otlp_sanitized(endpoint)
+    if not address:
+        return
+    problem = _split_host_port(address)
+    if problem is not None:
+        yield Violation(
+            where,
+            f"{problem}; the collector refuses it: write host:port (e.g. localhost:4317, "
+            "[::1]:4317) or dns:///host:port",
+        )
+
+
+def _otlp_sanitized(endpoint: str) -> str:
+    """otlpexporter's sanitizedEndpoint (both lines): without http://, https:// or dns://(/)."""
+    for prefix in ("http://", "https://"):
+        if endpoint.startswith(prefix):
+            return endpoint[len(prefix) :]
+    return re.sub(r"^dns:///?", "", endpoint)
+
+
+def _grpc_address(endpoint: str) -> str | None:
+    """configgrpc v1.67.0 sanitizedEndpoint: the path of a scheme:// URI; None where this
+    reading may differ from Go's url.Parse (no plain scheme, a % escape, a bracket or a
+    control character), which is then not judged."""
+    for prefix in ("http://", "https://"):
+        if endpoint.startswith(prefix):
+            return endpoint[len(prefix) :]
+    if "://" not in endpoint:
+        return endpoint
+    if not re.match(r"[A-Za-z][A-Za-z0-9+.\-]*://[^%\[\]\x00-\x20\x7f]*\Z", endpoint):
+        return None
+    try:
+        path = urlsplit(endpoint).path
+    except ValueError:
+        return None
+    return path.removeprefix("/")
+
+
+def _split_host_port(address: str) -> str | None:
+    """Go net.SplitHostPort, then strconv.Atoi of the port: the problem, or None."""
+    last = address.rfind(":")
+    if last < 0:
+        return "has no port"
+    start, end = 0, 0
+    if address.startswith("["):
+        close = address.find("]")
+        if close < 0:
+            return "has a [ without its ]"
+        if close + 1 == len(address):
+            return "has no port"
+        if close + 1 != last:
+            return "has too many colons" if address[close + 1] == ":" else "has no port"
+        start, end = 1, close + 1
+    elif ":" in address[:last]:
+        return "has too many colons (write an IPv6 address in brackets, [::1]:4317)"
+    if "[" in address[start:] or "]" in address[end:]:
+        return "has a stray [ or ]"
+    port = address[last + 1 :]
+    if not re.fullmatch(r"[+-]?[0-9]+", port) or not -(2**63) <= int(port) < 2**63:
+        return "has a port that is not a number"
+    return None
+
+
+def _go_duration(value: Any) -> int | None:
+    """A Go duration in nanoseconds (an integer is nanoseconds); None when not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if not isinstance(value, str) or not value:
+        return None
+    sign = -1 if value[0] == "-" else 1
+    text = value[1:] if value[0] in "+-" else value
+    if text == "0":
+        return 0
+    total, at = Decimal(0), 0
+    while at < len(text) or at == 0:
+        part = _GO_PART.match(text, at)
+        if part is None or part[1] in ("", "."):
+            return None
+        try:
+            total += Decimal(part[1]) * _GO_UNIT_NS[part[2]]
+        except InvalidOperation:
+            return None
+        at = part.end()
+    return sign * int(total)
 
 
 def _batch(component_id: str, body: Mapping[str, Any]) -> Iterator[Violation]:
