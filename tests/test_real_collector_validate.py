@@ -784,6 +784,48 @@ AGREEMENT_CASES["resource-action-default-value-only"] = (
     {"current": True, "legacy": False},  # attraction v0.161.0 takes a default_value
 )
 
+# internal/filter/filterconfig/config.go, ValidateForSpans and ValidateForLogs: a match block
+# of the attributes processor names something the pipeline's signal can match on.
+AGREEMENT_CASES.update(
+    {
+        f"attributes-{name}": (
+            _processor(
+                "attributes", f"    {match}\n    actions: [{{key: a, action: delete}}]\n", signal
+            ),
+            accepted,
+        )
+        for name, match, signal, accepted in (
+            ("traces-include-match-type-only", "include: {match_type: strict}", "traces", False),
+            (
+                "traces-include-empty-services",
+                "include: {match_type: strict, services: []}",
+                "traces",
+                False,
+            ),
+            (
+                "traces-include-services",
+                "include: {match_type: strict, services: [a]}",
+                "traces",
+                True,
+            ),
+            (
+                "traces-exclude-span-kinds",
+                "exclude: {match_type: strict, span_kinds: [SPAN_KIND_SERVER]}",
+                "traces",
+                True,
+            ),
+            ("logs-exclude-match-type-only", "exclude: {match_type: strict}", "logs", False),
+            ("logs-include-bodies", "include: {match_type: strict, log_bodies: [a]}", "logs", True),
+            (
+                "logs-include-severity-number",
+                "include: {match_type: strict, log_severity_number: {min: 9}}",
+                "logs",
+                True,
+            ),
+        )
+    }
+)
+
 
 @pytest.mark.parametrize("line", LINES)
 def test_package_and_collector_agree_on_hand_written_configs(

@@ -10,7 +10,11 @@ Two checks of upstream that no JSON Schema can state (the same at v0.141.0 and v
   logs or metrics (``log_bodies``, ``log_severity_texts``, ``log_severity_number``,
   ``metric_names``), in a logs pipeline not on spans or metrics (``span_names``, ``services``,
   ``span_kinds``, ``metric_names``). The same body is accepted in one pipeline and refused in
-  another, so this is a rule of the pipeline graph.
+  another, so this is a rule of the pipeline graph. The same functions refuse a match block
+  (not null) that names nothing a signal can match on: in a traces pipeline one of
+  ``services``, ``span_names``, ``attributes``, ``libraries``, ``resources`` or ``span_kinds``,
+  in a logs pipeline one of ``attributes``, ``libraries``, ``resources``, ``log_bodies``,
+  ``log_severity_texts``, ``log_severity_number`` or ``span_kinds`` (``ErrMissingRequired*``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,19 @@ KIND = "attributes"
 _OTHER_SIGNALS_FIELDS = {
     "traces": ("log_bodies", "log_severity_texts", "log_severity_number", "metric_names"),
     "logs": ("span_names", "services", "span_kinds", "metric_names"),
+}
+# signal -> the match properties of which ValidateForSpans / ValidateForLogs need one.
+_NEEDED_FIELDS = {
+    "traces": ("services", "span_names", "attributes", "libraries", "resources", "span_kinds"),
+    "logs": (
+        "attributes",
+        "libraries",
+        "resources",
+        "log_bodies",
+        "log_severity_texts",
+        "log_severity_number",
+        "span_kinds",
+    ),
 }
 
 
@@ -118,6 +135,16 @@ def _match_properties_by_signal(
                 match = body.get(side)
                 if not isinstance(match, Mapping):
                     continue
+                needed = _NEEDED_FIELDS[signal]
+                if (component_id, side) not in reported and all(
+                    match.get(key) in (None, []) for key in needed
+                ):
+                    reported.add((component_id, side))
+                    yield Violation(
+                        dotted(["processors", component_id, side]),
+                        f"names nothing to match {signal} on, and the processor is in the "
+                        f"{signal} pipeline '{pipeline_id}'; set one of {', '.join(needed)}",
+                    )
                 for key in refused:
                     value = match.get(key)  # lists count when not empty, as len() > 0 upstream
                     if value is None or value == [] or (component_id, side, key) in reported:
