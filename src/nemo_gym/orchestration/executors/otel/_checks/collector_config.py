@@ -170,7 +170,7 @@ def _findings(
     sites = [[*p[:1], back.get(p[1], p[1]), *p[2:]] if len(p) > 1 else p for p in scan.token_sites]
     graph = graph_violations(canonical, line.names, component_signals(line.schema))
     graph += ottl_violations(canonical, line.schema) + attributes_violations(canonical)
-    graph += component_violations(canonical)
+    graph += component_violations(canonical, line.names)
     tenant = tenant_violations(canonical, sites, policy, line.names["otlp_http"]) if policy else []
     found = [
         *unused_components(config),

@@ -26,10 +26,12 @@ The same at v0.141.0 and v0.161.0 (the ``validate`` probe of both lines' binarie
   ``ClientConfig.Validate``: after ``unix://`` a path; otherwise, without an ``http://`` or
   ``https://`` prefix (v0.141.0 also ``dns://`` or ``dns:///``; v0.161.0 the path of any
   ``scheme://`` URI), ``net.SplitHostPort`` must split it and the port be a decimal number.
+  An endpoint with a ``${...}`` reference is not judged (the collector expands it first).
 
-Where the lines differ, the exporter's type names the line: ``otlp_grpc`` and ``otlp_http``
-are the current line's (an ``otlp``/``otlphttp`` alias is renamed before these rules run),
-``otlp`` and ``otlphttp`` the legacy line's.
+Where the lines differ, a line whose OTLP/HTTP exporter is ``otlp_http`` (its ``line.yaml``
+names; the snake_case collectors, built and tested at v0.161.0) is checked as v0.161.0, any other
+as v0.141.0. The rules read the gRPC exporter (``otlp_grpc`` there, ``otlp`` before the renames;
+an alias is renamed before these rules run) and the line's OTLP/HTTP exporter.
 """
 
 from __future__ import annotations
@@ -57,8 +59,7 @@ _GO_UNIT_NS = {"ns": 1, "us": 1000, "µs": 1000, "μs": 1000, "ms": 1_000_000, "
 _GO_UNIT_NS.update({"m": 60 * _SECOND, "h": 3600 * _SECOND})
 _GO_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
 # exporter type -> whether the line checks as v0.161.0 does (True) or as v0.141.0 (False).
-_OTLP_EXPORTERS = {"otlp_grpc": True, "otlp_http": True, "otlp": False, "otlphttp": False}
-_GRPC_EXPORTERS = ("otlp_grpc", "otlp")
+_SNAKE_CASE_HTTP = "otlp_http"  # the OTLP/HTTP role's type name on the snake_case line
 _DEFAULT_QUEUE_BATCH_MIN_SIZE = 8192  # exporterhelper internal/queue_sender.go
 # configretry NewDefaultBackOffConfig: initial_interval, max_interval, max_elapsed_time.
 _RETRY_DEFAULTS = {"initial_interval": 5 * _SECOND, "max_interval": 30 * _SECOND}
@@ -66,7 +67,10 @@ _RETRY_DEFAULTS["max_elapsed_time"] = 300 * _SECOND
 _SOFT_GC_DEFAULT = 10 * _SECOND  # memorylimiter NewDefaultConfig, min_gc_interval_when_soft_limited
 
 
-def component_violations(config: Mapping[str, Any]) -> list[Violation]:
+def component_violations(config: Mapping[str, Any], names: Mapping[str, str]) -> list[Violation]:
+    """``names``: the line's component role -> type name (its ``line.yaml``)."""
+    current = names.get("otlp_http") == _SNAKE_CASE_HTTP
+    grpc = "otlp_grpc" if current else "otlp"
     found: list[Violation] = []
     for component_id, body in section_of(config, "processors").items():
         if component_type(str(component_id)) == "batch" and isinstance(body, Mapping):
@@ -78,10 +82,10 @@ def component_violations(config: Mapping[str, Any]) -> list[Violation]:
             found.extend(_prometheus(component_id, body))
     for component_id, body in section_of(config, "exporters").items():
         kind = component_type(str(component_id))
-        if kind in _OTLP_EXPORTERS and isinstance(body, Mapping):
-            found.extend(_exporter_helper(component_id, body, _OTLP_EXPORTERS[kind]))
-        if kind in _GRPC_EXPORTERS and isinstance(body, Mapping):
-            found.extend(_grpc_endpoint(component_id, body, _OTLP_EXPORTERS[kind]))
+        if kind in (grpc, names.get("otlp_http")) and isinstance(body, Mapping):
+            found.extend(_exporter_helper(component_id, body, current))
+        if kind == grpc and isinstance(body, Mapping):
+            found.extend(_grpc_endpoint(component_id, body, current))
     return found
 
 
@@ -181,8 +185,8 @@ def _grpc_endpoint(
     component_id: str, body: Mapping[str, Any], current: bool
 ) -> Iterator[Violation]:
     endpoint = body.get("endpoint")
-    if not isinstance(endpoint, str):
-        return
+    if not isinstance(endpoint, str) or "$" in endpoint:
+        return  # the collector expands ${...} before its Validate reads the endpoint
     where = dotted(["exporters", component_id, "endpoint"])
     if endpoint.startswith("unix://"):
         if endpoint == "unix://":
