@@ -500,3 +500,36 @@ def test_grpc_exporter_endpoint_with_a_reference_is_not_judged() -> None:
         validate_collector_config(
             _OTLP_GRPC.format(endpoint="'${env:SLURM_JOB_ID}:4317'", extra="")
         )
+
+
+_ATTRIBUTES_MATCH = """\
+receivers: {{otlp: {{protocols: {{grpc: {{endpoint: "localhost:4317"}}}}}}}}
+processors:
+  attributes:
+    include: {match}
+    actions: [{{key: a, action: delete}}]
+exporters: {{debug: {{}}}}
+service:
+  telemetry: {{metrics: {{level: none}}}}
+  pipelines:
+    traces: {{receivers: [otlp], processors: [attributes], exporters: [debug]}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("match", "expected"),
+    [
+        ("{services: [a]}", "processors.attributes.include.match_type: must be strict or regexp"),
+        ("{match_type: strict}", "processors.attributes.include: names nothing to match traces"),
+    ],
+)
+def test_attributes_match_blocks(match: str, expected: str) -> None:
+    found = violations(_ATTRIBUTES_MATCH.format(match=match))
+    assert len(found) == 1 and found[0].startswith(expected), found
+
+
+@pytest.mark.parametrize(
+    "match", ["{match_type: strict, services: [a]}", "{match_type: other, attributes: [{key: a}]}"]
+)
+def test_attributes_match_blocks_pass(match: str) -> None:
+    validate_collector_config(_ATTRIBUTES_MATCH.format(match=match))

@@ -822,6 +822,51 @@ AGREEMENT_CASES.update(
                 "logs",
                 True,
             ),
+            # filterset.CreateFilterSet, filtermatcher.NewAttributesMatcher: match_type.
+            ("traces-services-no-match-type", "include: {services: [a]}", "traces", False),
+            (
+                "traces-services-Strict",
+                "include: {match_type: Strict, services: [a]}",
+                "traces",
+                False,
+            ),
+            (
+                "traces-kinds-regexp",
+                "include: {match_type: regexp, span_kinds: [a]}",
+                "traces",
+                True,
+            ),
+            (
+                "traces-libraries-bogus",
+                "exclude: {match_type: bogus, libraries: [{name: a}]}",
+                "traces",
+                False,
+            ),
+            (
+                "traces-attribute-key-only-bogus",
+                "include: {match_type: bogus, attributes: [{key: a}]}",
+                "traces",
+                True,
+            ),
+            (
+                "traces-attribute-value-bogus",
+                "include: {match_type: bogus, attributes: [{key: a, value: b}]}",
+                "traces",
+                False,
+            ),
+            (
+                "logs-resource-value-bogus",
+                "exclude: {match_type: bogus, resources: [{key: a, value: b}]}",
+                "logs",
+                False,
+            ),
+            ("logs-bodies-bogus", "exclude: {match_type: bogus, log_bodies: [a]}", "logs", False),
+            (
+                "logs-severity-number-bogus",
+                "exclude: {match_type: bogus, log_severity_number: {min: 9}}",
+                "logs",
+                True,
+            ),
         )
     }
 )

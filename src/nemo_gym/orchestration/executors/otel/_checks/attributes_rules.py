@@ -15,6 +15,10 @@ Two checks of upstream that no JSON Schema can state (the same at v0.141.0 and v
   ``services``, ``span_names``, ``attributes``, ``libraries``, ``resources`` or ``span_kinds``,
   in a logs pipeline one of ``attributes``, ``libraries``, ``resources``, ``log_bodies``,
   ``log_severity_texts``, ``log_severity_number`` or ``span_kinds`` (``ErrMissingRequired*``).
+  Then ``filterspan``/``filterlog`` ``newExpr`` build a filter set of each name list used
+  (``filterset.CreateFilterSet``) and ``filtermatcher.NewAttributesMatcher`` one of each
+  attribute or resource entry with a value: each refuses a ``match_type`` other than ``strict``
+  or ``regexp`` (as written; unset is none).
 """
 
 from __future__ import annotations
@@ -30,6 +34,11 @@ KIND = "attributes"
 _OTHER_SIGNALS_FIELDS = {
     "traces": ("log_bodies", "log_severity_texts", "log_severity_number", "metric_names"),
     "logs": ("span_names", "services", "span_kinds", "metric_names"),
+}
+# signal -> the name lists newExpr makes filter sets of (filterspan, filterlog).
+_FILTERED_LISTS = {
+    "traces": ("services", "span_names", "span_kinds", "libraries"),
+    "logs": ("log_bodies", "log_severity_texts", "libraries"),
 }
 # signal -> the match properties of which ValidateForSpans / ValidateForLogs need one.
 _NEEDED_FIELDS = {
@@ -145,6 +154,15 @@ def _match_properties_by_signal(
                         f"names nothing to match {signal} on, and the processor is in the "
                         f"{signal} pipeline '{pipeline_id}'; set one of {', '.join(needed)}",
                     )
+                if (component_id, side, "match_type") not in reported and _match_type_refused(
+                    match, signal
+                ):
+                    reported.add((component_id, side, "match_type"))
+                    yield Violation(
+                        dotted(["processors", component_id, side, "match_type"]),
+                        "must be strict or regexp (as written) where the block matches names, "
+                        "libraries or attribute values; set match_type: strict",
+                    )
                 for key in refused:
                     value = match.get(key)  # lists count when not empty, as len() > 0 upstream
                     if value is None or value == [] or (component_id, side, key) in reported:
@@ -156,3 +174,15 @@ def _match_properties_by_signal(
                         f"{signal} pipeline '{pipeline_id}'; remove {key} or use a separate "
                         "attributes processor in a pipeline of the signal it matches",
                     )
+
+
+def _match_type_refused(match: Mapping[str, Any], signal: str) -> bool:
+    if match.get("match_type") in ("strict", "regexp"):
+        return False
+    if any(match.get(key) not in (None, [], "") for key in _FILTERED_LISTS[signal]):
+        return True
+    return any(
+        isinstance(entry, Mapping) and entry.get("value") is not None
+        for key in ("attributes", "resources")
+        for entry in (match.get(key) if isinstance(match.get(key), list) else [])
+    )
