@@ -110,6 +110,19 @@ def test_the_generator_names_options_the_go_struct_declares_and_the_schema_lacks
     assert generator.undeclared_options(defs, bundle, files) == []
 
 
+def test_the_generator_names_a_condition_on_an_option_its_definition_lacks() -> None:
+    """A passing ``if`` makes the keys it tests known to ``unevaluatedProperties``: the v0.141.0
+    HTTP server took ``transport`` that way, which its collector refuses."""
+    generator = _generator_module()
+    condition = {"required": ["transport"], "properties": {"transport": {"enum": ["unix"]}}}
+    defs = {
+        "server": {"properties": {"endpoint": {}}, "if": condition},
+        "debug": {"properties": {"verbosity": {}}, "allOf": [{"if": condition}]},
+        "grpc": {"properties": {"endpoint": {}, "transport": {}}, "if": condition},
+    }
+    assert generator.unknown_condition_keys(defs) == ["debug.transport", "server.transport"]
+
+
 @pytest.mark.parametrize("line", list(helpers.line_versions()))
 def test_each_name_in_line_yaml_is_a_type_the_lines_schema_knows(line: str) -> None:
     """line.yaml's names (what the templates write) and the schema's types (what the line's

@@ -425,6 +425,21 @@ AGREEMENT_CASES.update(
             _to_backend(http="        keep_alives_enabled: false\n        keepalive: {}\n"),
             False,
         ),
+        # exporter/debugexporter/config.go: output_paths from v0.161.0 (the generator now stops
+        # on a condition that names an option its definition lacks, as these two did).
+        "debug-output-paths": (
+            _hand_written(
+                exporters="  debug/b:\n    use_internal_logger: false\n    output_paths: [stdout]\n"
+            ).replace("exporters: [debug]", "exporters: [debug, debug/b]"),
+            {"current": True, "legacy": False},
+        ),
+        # config/confighttp/server.go: the HTTP server listens on a Unix socket from v0.161.0.
+        "server-unix-socket": (
+            _to_backend(http="        transport: unix\n").replace(
+                "endpoint: localhost:4318", "endpoint: ./http.sock"
+            ),
+            {"current": True, "legacy": False},
+        ),
         "tls-include-insecure-cipher-suites": (
             _to_backend("    tls:\n      include_insecure_cipher_suites: true\n"),
             {"current": True, "legacy": False},
