@@ -119,8 +119,14 @@ def test_the_generator_names_a_condition_on_an_option_its_definition_lacks() -> 
         "server": {"properties": {"endpoint": {}}, "if": condition},
         "debug": {"properties": {"verbosity": {}}, "allOf": [{"if": condition}]},
         "grpc": {"properties": {"endpoint": {}, "transport": {}}, "if": condition},
+        "client": {"properties": {"a": {}}, "anyOf": [{"then": {"properties": {"b": {}}}}]},
+        "refused": {"properties": {"a": {}}, "not": {"properties": {"b": {}}}},
     }
-    assert generator.unknown_condition_keys(defs) == ["debug.transport", "server.transport"]
+    assert generator.unknown_condition_keys(defs) == [
+        "client.b",
+        "debug.transport",
+        "server.transport",
+    ]
 
 
 @pytest.mark.parametrize("line", list(helpers.line_versions()))
