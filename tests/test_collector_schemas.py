@@ -49,16 +49,84 @@ def test_regenerating_the_schemas_changes_nothing(generator: Path) -> None:
     assert result.returncode == 0, result.stderr
 
 
-def test_the_generator_refuses_an_overlay_key_given_twice(tmp_path: Path) -> None:
-    """A key given twice in an overlay would silently keep only the last one."""
+def _generator_module() -> types.ModuleType:
     loader = importlib.machinery.SourceFileLoader("generate_collector_schemas", str(GENERATOR))
     generator = types.ModuleType(loader.name)
     generator.__file__ = str(GENERATOR)
     loader.exec_module(generator)
+    return generator
+
+
+def test_the_generator_refuses_an_overlay_key_given_twice(tmp_path: Path) -> None:
+    """A key given twice in an overlay would silently keep only the last one."""
+    generator = _generator_module()
     generator.OVERLAYS = tmp_path
     (tmp_path / "twice.yaml").write_text("defs:\n  a: {}\n  a: {}\n", encoding="utf-8")
     with pytest.raises(generator.GenerationError, match="'a' is given twice"):
         generator.load_overlay("twice")
+
+
+def test_the_generator_names_options_the_go_struct_declares_and_the_schema_lacks(
+    tmp_path: Path,
+) -> None:
+    """Upstream's schema files leave out options the collector reads (v0.161.0's deprecated
+    keep-alive options of the HTTP client): a schema without them refuses working configs."""
+    generator = _generator_module()
+    package = "go.opentelemetry.io/collector/config/confighttp"
+    folder = tmp_path / f"{package}@v9.9.9"
+    folder.mkdir(parents=True)
+    (folder / "client.go").write_text(
+        "package confighttp\n\ntype ClientConfig struct {\n"
+        '\tEndpoint string `mapstructure:"endpoint,omitempty"`\n'
+        "\t// Deprecated: use Keepalive.MaxIdleConns instead.\n"
+        '\tMaxIdleConns int `mapstructure:"max_idle_conns,omitempty"`\n'
+        '\tTLS configtls.ClientConfig `mapstructure:",squash"`\n}\n\n'
+        'type HTTPServerSettings struct {\n\tCORS *CORSConfig `mapstructure:"cors"`\n}\n',
+        encoding="utf-8",
+    )
+    manifest = types.SimpleNamespace(
+        versions={
+            root: ({"v9.9.9"} if root == package.split("/config")[0] else set())
+            for root in generator.ROOTS
+        }
+    )
+    files = generator.ModuleFiles(tmp_path, manifest)
+    client, server = (
+        "core.config.confighttp.client_config",
+        "core.config.confighttp.http_server_settings",
+    )
+    bundle = types.SimpleNamespace(
+        packages={client: package, server: package},
+        structs={client: "client_config", server: "http_server_settings"},
+    )
+    defs = {client: {"properties": {"endpoint": {}}}, server: {"properties": {}}}
+    assert generator.undeclared_options(defs, bundle, files) == [
+        f"{client}.max_idle_conns",
+        f"{server}.cors",
+    ]
+    defs[client] = {"allOf": [{"$ref": "#/$defs/base"}, {"properties": {"endpoint": {}}}]}
+    defs["base"] = {"properties": {"max_idle_conns": {}}}
+    defs[server]["properties"]["cors"] = {}
+    assert generator.undeclared_options(defs, bundle, files) == []
+
+
+def test_the_generator_names_a_condition_on_an_option_its_definition_lacks() -> None:
+    """A passing ``if`` makes the keys it tests known to ``unevaluatedProperties``: the v0.141.0
+    HTTP server took ``transport`` that way, which its collector refuses."""
+    generator = _generator_module()
+    condition = {"required": ["transport"], "properties": {"transport": {"enum": ["unix"]}}}
+    defs = {
+        "server": {"properties": {"endpoint": {}}, "if": condition},
+        "debug": {"properties": {"verbosity": {}}, "allOf": [{"if": condition}]},
+        "grpc": {"properties": {"endpoint": {}, "transport": {}}, "if": condition},
+        "client": {"properties": {"a": {}}, "anyOf": [{"then": {"properties": {"b": {}}}}]},
+        "refused": {"properties": {"a": {}}, "not": {"properties": {"b": {}}}},
+    }
+    assert generator.unknown_condition_keys(defs) == [
+        "client.b",
+        "debug.transport",
+        "server.transport",
+    ]
 
 
 @pytest.mark.parametrize("line", list(helpers.line_versions()))

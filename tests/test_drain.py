@@ -146,6 +146,7 @@ def test_drain_refuses_clearly_and_writes_nothing(tmp_path: Path) -> None:
     job_dir = _job_dir(tmp_path / "b")
     no_binary = helpers.run_cli("drain", job_dir, "--collector", "no-such-otelcol", cwd=tmp_path)
     assert no_binary.returncode == 1 and "--collector" in no_binary.stderr
+    (job_dir / "otel" / "queue").mkdir()  # a queue to send: the token is needed
     no_token = helpers.run_cli(
         "drain", job_dir, "--collector", "true", cwd=tmp_path, env=helpers.cli_env(OTEL_TOKEN=None)
     )
@@ -325,16 +326,19 @@ def _listing(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
 
-@pytest.mark.parametrize("output", ["text", "json"])
-def test_a_queue_never_created_is_nothing_to_drain(tmp_path: Path, output: str) -> None:
-    """drain.yaml but no otel/queue/ (the job never ran): nothing runs, nothing is written, 0."""
+@pytest.mark.parametrize(("output", "token"), [("text", "drain-test-token"), ("json", None)])
+def test_a_queue_never_created_is_nothing_to_drain(
+    tmp_path: Path, output: str, token: str | None
+) -> None:
+    """drain.yaml but no otel/queue/ (the job never ran): nothing runs, nothing is written, 0,
+    whether or not the token is exported (nothing would be sent with it)."""
     job_dir = _job_dir(tmp_path)
     collector, mark = _fake_collector(tmp_path)
     before = _listing(job_dir)
     result = helpers.run_cli(
         *("drain", job_dir, "--collector", collector, "--format", output),
         cwd=tmp_path,
-        env=helpers.cli_env(OTEL_TOKEN="drain-test-token"),
+        env=helpers.cli_env(OTEL_TOKEN=token),
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stderr == ""

@@ -329,6 +329,7 @@ def violations(instance: Any, schema_name: str) -> list[Violation]:
     """Every schema violation of ``instance``, sorted by path, with duplicates removed.
 
     A valid instance is recognised by jsonschema-rs alone; jsonschema only explains an invalid one.
+    A value of the wrong type gets that one line, not also its range's (``port: .inf``).
     """
     try:
         if _is_valid(schema_name)(instance):
@@ -337,6 +338,7 @@ def violations(instance: Any, schema_name: str) -> list[Violation]:
         pass
     explained, original_path, untold = _explained_instance(instance, schema_name)
     found: dict[tuple[str, str], Violation] = {}
+    wrong_type: set[str] = set()
     for raw in _validator(schema_name).iter_errors(explained):
         error = _deepest(raw)
         base = list(original_path(error.absolute_path))
@@ -352,6 +354,11 @@ def violations(instance: Any, schema_name: str) -> list[Violation]:
             items = [Violation(dotted(base), f"{named} {_message(error)}")]
         else:
             items = [Violation(dotted(base), _message(error))]
+            if error.validator == "type":
+                wrong_type.add(items[0].path)
+                found = {k: v for k, v in found.items() if k[0] != items[0].path}
+            elif items[0].path in wrong_type:
+                continue
         for item in items:
             found.setdefault((item.path, item.message), item)
     listed = sorted(found.values(), key=lambda v: v.path)

@@ -375,6 +375,11 @@ def drain(
 ) -> DrainResult:
     """Run the job's drain config until its disk queues are empty (or ``timeout_seconds``)."""
     document = relocated(drain_config_document(job_dir), job_dir)
+    storages = queue_storages(document)
+    folders = [storage.directory for storage in storages]
+    if folders and not any(os.path.lexists(folder) for folder in folders):
+        # Running the collector would only create an empty queue there; no token is needed.
+        return DrainResult(DrainState(), 0.0, {}, 0, "", nothing_queued=folders[0])
     variable = token_variable(document)
     if variable is not None and not os.environ.get(variable):
         raise SubmitConfigError(
@@ -382,11 +387,6 @@ def drain(
             f"{variable} is not set or empty; export the ingest token the job used "
             f"(the drain config's backend exporter reads ${{env:{variable}}})",
         )
-    storages = queue_storages(document)
-    folders = [storage.directory for storage in storages]
-    if folders and not any(os.path.lexists(folder) for folder in folders):
-        # Running the collector would only create an empty queue there.
-        return DrainResult(DrainState(), 0.0, {}, 0, "", nothing_queued=folders[0])
     _check_record(job_dir)  # before the run, which cannot be undone
     hops, backends = set(disk_hops(document)), backend_exporters(document)
     metrics_port = _free_port()
