@@ -59,12 +59,24 @@ def deprecated_names(schema_name: str) -> dict[tuple[str, str], str]:
     return found
 
 
-def _canonical(config: Mapping[str, Any], schema_name: str) -> tuple[Any, dict[str, str]]:
+# The sections a pipeline role's ids are defined in, the role's own first.
+_ROLE_SECTIONS = {
+    "receivers": ("receivers", "connectors"),
+    "processors": ("processors",),
+    "exporters": ("exporters", "connectors"),
+}
+
+
+def _canonical(
+    config: Mapping[str, Any], schema_name: str
+) -> tuple[Any, dict[tuple[str, str], str]]:
     """``config`` with every deprecated alias renamed to its new type (definitions, pipelines,
-    ``service.extensions``), so the graph and tenant rules judge one name; and new id -> the id
-    as written, to name it in messages. Each alias is warned of, with the new name."""
+    ``service.extensions``), so the graph and tenant rules judge one name; and (section, new id)
+    -> the id as written, to name it in messages. Each alias is warned of, with the new name.
+    Renames are per section: the exporter ``otlp`` (now ``otlp_grpc``) leaves the receiver
+    ``otlp`` beside it as it is."""
     aliases = deprecated_names(schema_name)
-    renamed: dict[str, str] = {}
+    renamed: dict[tuple[str, str], str] = {}
     sections = {}
     for section, body in config.items():
         if not isinstance(body, Mapping) or section == "service":
@@ -75,7 +87,7 @@ def _canonical(config: Mapping[str, Any], schema_name: str) -> tuple[Any, dict[s
             new = aliases.get((section, kind))
             if new is not None and f"{new}{slash}{name}" not in body:
                 target = f"{new}{slash}{name}"
-                renamed[target] = component_id
+                renamed[section, target] = component_id
                 warnings.warn(
                     CollectorConfigWarning(
                         Violation(
@@ -93,26 +105,37 @@ def _canonical(config: Mapping[str, Any], schema_name: str) -> tuple[Any, dict[s
         sections[section] = entries
     if not renamed:
         return config, {}
-    back = {old: new for new, old in renamed.items()}
     canonical = {**config, **sections}
     service = config.get("service")
     if isinstance(service, Mapping):
-        canonical["service"] = _renamed_service(service, back)
+        canonical["service"] = _renamed_service(service, config, _back(renamed))
     return canonical, renamed
 
 
-def _renamed_service(service: Mapping[str, Any], back: Mapping[str, str]) -> dict[str, Any]:
-    def rename(refs: Any) -> Any:
-        return [back.get(ref, ref) for ref in refs] if isinstance(refs, list) else refs
+def _back(renamed: Mapping[tuple[str, str], str]) -> dict[tuple[str, str], str]:
+    """(section, id as written) -> its new id."""
+    return {(section, old): new for (section, new), old in renamed.items()}
+
+
+def _renamed_service(
+    service: Mapping[str, Any], config: Mapping[str, Any], back: Mapping[tuple[str, str], str]
+) -> dict[str, Any]:
+    def rename(refs: Any, sections: tuple[str, ...]) -> Any:
+        if not isinstance(refs, list):
+            return refs
+        return [_new_id(ref, sections, config, back) for ref in refs]
 
     out = dict(service)
     if "extensions" in service:
-        out["extensions"] = rename(service["extensions"])
+        out["extensions"] = rename(service["extensions"], ("extensions",))
     pipelines = service.get("pipelines")
     if isinstance(pipelines, Mapping):
         out["pipelines"] = {
             pipeline_id: (
-                {role: rename(refs) for role, refs in pipeline.items()}
+                {
+                    role: rename(refs, _ROLE_SECTIONS.get(role, ()))
+                    for role, refs in pipeline.items()
+                }
                 if isinstance(pipeline, Mapping)
                 else pipeline
             )
@@ -121,10 +144,24 @@ def _renamed_service(service: Mapping[str, Any], back: Mapping[str, str]) -> dic
     return out
 
 
-def _as_written(violation: Violation, renamed: Mapping[str, str]) -> Violation:
+def _new_id(
+    ref: Any,
+    sections: tuple[str, ...],
+    config: Mapping[str, Any],
+    back: Mapping[tuple[str, str], str],
+) -> Any:
+    """A pipeline's reference renamed as the first of ``sections`` that defines it was."""
+    for section in sections:
+        body = config.get(section)
+        if isinstance(body, Mapping) and ref in body:
+            return back.get((section, ref), ref)
+    return ref
+
+
+def _as_written(violation: Violation, renamed: Mapping[tuple[str, str], str]) -> Violation:
     """A violation found on the canonical config, with the ids as the config writes them."""
     path, message = violation.path, violation.message
-    for new, old in renamed.items():
+    for (_section, new), old in renamed.items():
         path = re.sub(rf"(?<![\w/]){re.escape(new)}(?![\w/])", old, path)
         message = message.replace(f"'{new}'", f"'{old}'")
     return Violation(path, message)
@@ -147,8 +184,10 @@ def _findings(
     if problems:
         return problems + scan.expansions, [], []
     canonical, renamed = _canonical(config, line.schema)
-    back = {old: new for new, old in renamed.items()}
-    sites = [[*p[:1], back.get(p[1], p[1]), *p[2:]] if len(p) > 1 else p for p in scan.token_sites]
+    back = _back(renamed)
+    sites = [
+        [p[0], back.get((p[0], p[1]), p[1]), *p[2:]] if len(p) > 1 else p for p in scan.token_sites
+    ]
     graph = graph_violations(canonical, line.names, component_signals(line.schema))
     graph += ottl_violations(canonical, line.schema) + attributes_violations(canonical)
     graph += component_violations(canonical)
