@@ -517,12 +517,42 @@ AGREEMENT_CASES.update(
             ),
             {"current": True, "legacy": False},
         ),
+        # transformprocessor config.go, Config.Validate: the job step turns on no such gate.
+        "transform-flatten-data": (
+            _ottl("transform", "    flatten_data: true\n", signal="logs"),
+            False,
+        ),
         "filter-error-mode-and-context-mixed-case": (
             _ottl(
                 "filter",
                 "    error_mode: Propagate\n    trace_conditions:\n      - context: Span\n"
                 '        conditions: [\'attributes["x"] == "y"\']\n',
                 signal="traces",
+            ),
+            {"current": True, "legacy": False},
+        ),
+    }
+)
+
+
+# Options of Prometheus's own structs (v0.314.0 at v0.161.0, v0.307.3 at v0.141.0) and of the
+# receiver's API server that the v0.141.0 collector lacks.
+AGREEMENT_CASES.update(
+    {
+        "prometheus-global-scrape-native-histograms": (
+            _scrape(_job(), "      global:\n        scrape_native_histograms: true\n"),
+            {"current": True, "legacy": False},
+        ),
+        "prometheus-job-extra-scrape-metrics": (
+            _scrape(_job(extra="          extra_scrape_metrics: true\n")),
+            {"current": True, "legacy": False},
+        ),
+        "prometheus-api-server-max-connections": (
+            _scrape(_job()).replace(
+                "  prometheus:\n",
+                "  prometheus:\n    api_server:\n      enabled: true\n      max_connections: 8\n"
+                "      server_config:\n        endpoint: localhost:19090\n",
+                1,
             ),
             {"current": True, "legacy": False},
         ),
