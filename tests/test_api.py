@@ -227,6 +227,30 @@ def test_render_checks_its_own_arguments(example_mapping: dict) -> None:
     assert caught.value.path == "remote_bench_dir"
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "refused"),
+    [
+        ("HTTPS://otlp.example.com", None),
+        ("Https://otlp.example.com:4318", None),
+        ("HTTP://otlp.example.com", "plain http://"),  # still cleartext, in any case
+        ("ftp://otlp.example.com", "http:// or https:// URL"),
+    ],
+)
+def test_the_endpoints_scheme_is_read_in_any_case_as_the_collector_does(
+    example_mapping: dict, endpoint: str, refused: str | None
+) -> None:
+    example_mapping["otel"]["endpoint"] = endpoint
+    if refused is None:
+        rendered = otel.render_collector_config(
+            SubmitConfig.from_dict(example_mapping), "aime25", "/runs/g1/aime25"
+        )
+        assert f'endpoint: "{endpoint}"' in rendered
+        return
+    with pytest.raises(SubmitConfigError, match=refused) as caught:
+        SubmitConfig.from_dict(example_mapping)
+    assert caught.value.path == "otel.endpoint"
+
+
 def test_the_interval_bound_is_enforced_at_construction(
     example_mapping: dict, tmp_path: Path
 ) -> None:

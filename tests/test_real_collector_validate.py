@@ -896,6 +896,11 @@ def _to_backend(client: str = "", http: str = "") -> str:
 AGREEMENT_CASES.update(
     {
         "client-max-idle-conns": (_to_backend("    max_idle_conns: 10\n"), True),
+        # Go's url.Parse reads the scheme in any case.
+        "client-endpoint-scheme-upper-case": (
+            _to_backend().replace("https://backend.invalid", "HTTPS://backend.invalid"),
+            True,
+        ),
         "client-max-idle-conns-per-host": (_to_backend("    max_idle_conns_per_host: 2\n"), True),
         "client-idle-conn-timeout": (_to_backend("    idle_conn_timeout: 5s\n"), True),
         "client-disable-keep-alives": (_to_backend("    disable_keep_alives: true\n"), True),
@@ -915,6 +920,13 @@ AGREEMENT_CASES.update(
         "server-keep-alives-disabled-and-keepalive": (
             _to_backend(http="        keep_alives_enabled: false\n        keepalive: {}\n"),
             False,
+        ),
+        # v0.161.0 renamed the gRPC exporter otlp to otlp_grpc, not the receiver otlp.
+        "otlp-receiver-and-otlp-exporter": (
+            _hand_written(exporters="  otlp:\n    endpoint: localhost:14317\n").replace(
+                "exporters: [debug]", "exporters: [otlp]"
+            ),
+            True,
         ),
         # exporter/debugexporter/config.go: output_paths from v0.161.0 (the generator now stops
         # on a condition that names an option its definition lacks, as these two did).
@@ -939,13 +951,113 @@ AGREEMENT_CASES.update(
 )
 
 
+def _ottl(processor: str, body: str, signal: str = "metrics") -> str:
+    """The probe's shape with a transform or filter processor (``body``: its options) in a
+    pipeline of ``signal``."""
+    return (
+        'receivers:\n  otlp:\n    protocols:\n      grpc:\n        endpoint: "localhost:4317"\n'
+        f"processors:\n  {processor}:\n{body}exporters:\n  debug:\n"
+        "service:\n  telemetry:\n    metrics:\n      level: none\n"
+        f"  pipelines:\n    {signal}: {{receivers: [otlp], processors: [{processor}], "
+        "exporters: [debug]}\n"
+    )
+
+
+_SET_A = '["set(resource.attributes[\\"a\\"], \\"b\\")"]'
+# OTTL's error mode and the processors' context names are read in any case (ErrorMode and
+# ContextID UnmarshalText); the transform processor's exemplar context came with v0.161.0, and
+# instrumentation_scope names no context (an OTTL path, not a context).
+AGREEMENT_CASES.update(
+    {
+        "transform-error-mode-and-context-upper-case": (
+            _ottl(
+                "transform",
+                "    error_mode: IGNORE\n    metric_statements:\n"
+                f"      - context: Resource\n        statements: {_SET_A}\n",
+            ),
+            True,
+        ),
+        "transform-context-instrumentation-scope": (
+            _ottl(
+                "transform",
+                "    metric_statements:\n"
+                f"      - context: instrumentation_scope\n        statements: {_SET_A}\n",
+            ),
+            False,
+        ),
+        "transform-metric-statements-in-span-context": (
+            _ottl(
+                "transform",
+                f"    metric_statements:\n      - context: span\n        statements: {_SET_A}\n",
+            ),
+            False,
+        ),
+        "transform-exemplar-context": (
+            _ottl(
+                "transform",
+                "    metric_statements:\n      - context: Exemplar\n"
+                '        statements: ["set(exemplar.time_unix_nano, 1)"]\n',
+            ),
+            {"current": True, "legacy": False},
+        ),
+        "transform-exemplar-path-inferred": (
+            _ottl(
+                "transform",
+                "    metric_statements:\n"
+                '      - "set(exemplar.time_unix_nano, 1) where exemplar.time_unix_nano != 0"\n',
+            ),
+            {"current": True, "legacy": False},
+        ),
+        # transformprocessor config.go, Config.Validate: the job step turns on no such gate.
+        "transform-flatten-data": (
+            _ottl("transform", "    flatten_data: true\n", signal="logs"),
+            False,
+        ),
+        "filter-error-mode-and-context-mixed-case": (
+            _ottl(
+                "filter",
+                "    error_mode: Propagate\n    trace_conditions:\n      - context: Span\n"
+                '        conditions: [\'attributes["x"] == "y"\']\n',
+                signal="traces",
+            ),
+            {"current": True, "legacy": False},
+        ),
+    }
+)
+
+
+# Options of Prometheus's own structs (v0.314.0 at v0.161.0, v0.307.3 at v0.141.0) and of the
+# receiver's API server that the v0.141.0 collector lacks.
+AGREEMENT_CASES.update(
+    {
+        "prometheus-global-scrape-native-histograms": (
+            _scrape(_job(), "      global:\n        scrape_native_histograms: true\n"),
+            {"current": True, "legacy": False},
+        ),
+        "prometheus-job-extra-scrape-metrics": (
+            _scrape(_job(extra="          extra_scrape_metrics: true\n")),
+            {"current": True, "legacy": False},
+        ),
+        "prometheus-api-server-max-connections": (
+            _scrape(_job()).replace(
+                "  prometheus:\n",
+                "  prometheus:\n    api_server:\n      enabled: true\n      max_connections: 8\n"
+                "      server_config:\n        endpoint: localhost:19090\n",
+                1,
+            ),
+            {"current": True, "legacy": False},
+        ),
+    }
+)
+
+
 @pytest.mark.parametrize("line", LINES)
 def test_package_and_collector_agree_on_hand_written_configs(
     line: str, binaries: dict[str, Path], tmp_path: Path
 ) -> None:
-    """Each case's verdict is the collector's on every line, and the package's is the same."""
+    """Each case's verdict is the collector's on every line, and the package's is the same (on
+    the line's platform build, whose components include the minimal build's)."""
     names = list(AGREEMENT_CASES)
-    # The platform collector: the minimal one's components and the ones platform teams add.
     runs = [(binaries[PLATFORM[line]], AGREEMENT_CASES[name][0]) for name in names]
     wrong = []
     for name, result in zip(names, _validate_each(runs, tmp_path), strict=True):

@@ -218,6 +218,8 @@ def test_a_backend_without_authorization_is_refused() -> None:
         ("http://localhost:4318", False),
         ("http://127.0.0.9:4318", False),
         ("http://[::1]:4318", False),
+        ("HTTP://ingest.example.net:4318", True),  # the scheme in any case, as Go reads it
+        ("HTTPS://ingest.example.net", False),
     ],
 )
 def test_no_token_in_cleartext_off_the_node(url: str, refused: bool) -> None:

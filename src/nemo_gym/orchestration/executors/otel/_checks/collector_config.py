@@ -59,13 +59,24 @@ def deprecated_names(schema_name: str) -> dict[tuple[str, str], str]:
     return found
 
 
-def _canonical(config: Mapping[str, Any], schema_name: str) -> tuple[Any, dict[str, str]]:
+# The sections a pipeline role's ids are defined in, the role's own first.
+_ROLE_SECTIONS = {
+    "receivers": ("receivers", "connectors"),
+    "processors": ("processors",),
+    "exporters": ("exporters", "connectors"),
+}
+
+
+def _canonical(
+    config: Mapping[str, Any], schema_name: str
+) -> tuple[Any, dict[tuple[str, str], str]]:
     """``config`` with every deprecated alias renamed to its new type (definitions, pipelines,
-    ``service.extensions``), so the graph and tenant rules judge one name; and new id -> the id
-    as written, to name it in messages. Each alias is warned of, with the new name."""
+    ``service.extensions``), so the graph and tenant rules judge one name; and (section, new id)
+    -> the id as written, to name it in messages. Each alias is warned of, with the new name.
+    Renames are per section: the exporter ``otlp`` (now ``otlp_grpc``) leaves the receiver
+    ``otlp`` beside it as it is."""
     aliases = deprecated_names(schema_name)
-    renamed: dict[str, str] = {}
-    back: dict[tuple[str, str], str] = {}  # (section, id as written) -> the new id
+    renamed: dict[tuple[str, str], str] = {}
     sections = {}
     for section, body in config.items():
         if not isinstance(body, Mapping) or section == "service":
@@ -76,8 +87,7 @@ def _canonical(config: Mapping[str, Any], schema_name: str) -> tuple[Any, dict[s
             new = aliases.get((section, kind))
             if new is not None and f"{new}{slash}{name}" not in body:
                 target = f"{new}{slash}{name}"
-                renamed[target] = component_id
-                back[section, str(component_id)] = target
+                renamed[section, target] = component_id
                 warnings.warn(
                     CollectorConfigWarning(
                         Violation(
@@ -98,28 +108,22 @@ def _canonical(config: Mapping[str, Any], schema_name: str) -> tuple[Any, dict[s
     canonical = {**config, **sections}
     service = config.get("service")
     if isinstance(service, Mapping):
-        canonical["service"] = _renamed_service(service, back)
+        canonical["service"] = _renamed_service(service, config, _back(renamed))
     return canonical, renamed
 
 
-# A pipeline role -> the sections its ids name (a receiver and an exporter may share an id).
-_ROLE_SECTIONS = {
-    "receivers": ("receivers", "connectors"),
-    "processors": ("processors",),
-    "exporters": ("exporters", "connectors"),
-}
+def _back(renamed: Mapping[tuple[str, str], str]) -> dict[tuple[str, str], str]:
+    """(section, id as written) -> its new id."""
+    return {(section, old): new for (section, new), old in renamed.items()}
 
 
 def _renamed_service(
-    service: Mapping[str, Any], back: Mapping[tuple[str, str], str]
+    service: Mapping[str, Any], config: Mapping[str, Any], back: Mapping[tuple[str, str], str]
 ) -> dict[str, Any]:
     def rename(refs: Any, sections: tuple[str, ...]) -> Any:
         if not isinstance(refs, list):
             return refs
-        return [
-            next((back[s, str(ref)] for s in sections if (s, str(ref)) in back), ref)
-            for ref in refs
-        ]
+        return [_new_id(ref, sections, config, back) for ref in refs]
 
     out = dict(service)
     if "extensions" in service:
@@ -140,10 +144,24 @@ def _renamed_service(
     return out
 
 
-def _as_written(violation: Violation, renamed: Mapping[str, str]) -> Violation:
+def _new_id(
+    ref: Any,
+    sections: tuple[str, ...],
+    config: Mapping[str, Any],
+    back: Mapping[tuple[str, str], str],
+) -> Any:
+    """A pipeline's reference renamed as the first of ``sections`` that defines it was."""
+    for section in sections:
+        body = config.get(section)
+        if isinstance(body, Mapping) and ref in body:
+            return back.get((section, ref), ref)
+    return ref
+
+
+def _as_written(violation: Violation, renamed: Mapping[tuple[str, str], str]) -> Violation:
     """A violation found on the canonical config, with the ids as the config writes them."""
     path, message = violation.path, violation.message
-    for new, old in renamed.items():
+    for (_section, new), old in renamed.items():
         path = re.sub(rf"(?<![\w/]){re.escape(new)}(?![\w/])", old, path)
         message = message.replace(f"'{new}'", f"'{old}'")
     return Violation(path, message)
@@ -166,8 +184,10 @@ def _findings(
     if problems:
         return problems + scan.expansions, [], []
     canonical, renamed = _canonical(config, line.schema)
-    back = {old: new for new, old in renamed.items()}
-    sites = [[*p[:1], back.get(p[1], p[1]), *p[2:]] if len(p) > 1 else p for p in scan.token_sites]
+    back = _back(renamed)
+    sites = [
+        [p[0], back.get((p[0], p[1]), p[1]), *p[2:]] if len(p) > 1 else p for p in scan.token_sites
+    ]
     graph = graph_violations(canonical, line.names, component_signals(line.schema))
     graph += ottl_violations(canonical, line.schema) + attributes_violations(canonical)
     graph += component_violations(canonical, line.names)

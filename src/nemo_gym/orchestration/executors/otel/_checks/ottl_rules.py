@@ -24,7 +24,9 @@ from .._common.resources import load_schema
 from .ottl import OttlSyntaxError, Reading, read_condition, read_statement
 
 # The contexts a statement of each signal may name, lowest last (transformprocessor
-# internal/common/config.go, filterprocessor config.go: the parser collections per signal).
+# internal/common/config.go, filterprocessor config.go: the parser collections per signal); the
+# transform processor's metric statements also the exemplar context (v0.161.0; a line whose
+# facts lack a context never offers it). Names are read in any case (ContextID.UnmarshalText).
 SIGNAL_CONTEXTS = {
     "traces": ("resource", "scope", "span", "spanevent"),
     "metrics": ("resource", "scope", "metric", "datapoint"),
@@ -41,7 +43,7 @@ _FILTER_LISTS = {
     "logs": {"resource": "resource", "log_record": "log"},
     "profiles": {"resource": "resource", "profile": "profile"},
 }
-_ALIASES = {"instrumentation_scope": "scope"}
+_TRANSFORM_CONTEXTS = {**SIGNAL_CONTEXTS, "metrics": (*SIGNAL_CONTEXTS["metrics"], "exemplar")}
 # pkg/ottl internal/metadata/generated_feature_gates.go (v0.161.0): lambda arguments need it.
 LAMBDA_GATE = "ottl.functions.enableLambda"
 
@@ -99,6 +101,7 @@ def _strings(kind: str, body: Mapping[str, Any]) -> Iterator[tuple[list[Any], st
     """(path in the body, text, "statement" or "condition", the contexts it may use, or a
     context name to check) for every OTTL string of a processor's body."""
     groups = _STATEMENT_KEYS if kind == "transform" else _CONDITION_KEYS
+    signal_contexts = _TRANSFORM_CONTEXTS if kind == "transform" else SIGNAL_CONTEXTS
     for key, signal in groups.items():
         entries = body.get(key)
         if not isinstance(entries, list):
@@ -106,17 +109,23 @@ def _strings(kind: str, body: Mapping[str, Any]) -> Iterator[tuple[list[Any], st
         flat = "statement" if kind == "transform" else "condition"
         for index, entry in enumerate(entries):
             if isinstance(entry, str):
-                yield [key, index], entry, flat, SIGNAL_CONTEXTS[signal]
+                yield [key, index], entry, flat, signal_contexts[signal]
             elif isinstance(entry, Mapping):
                 context = entry.get("context")
-                contexts = (context,) if isinstance(context, str) else SIGNAL_CONTEXTS[signal]
+                named = (context.lower(),) if isinstance(context, str) else ()
                 if isinstance(context, str):
-                    yield [key, index, "context"], context, "context", SIGNAL_CONTEXTS[signal]
+                    yield [key, index, "context"], context, "context", signal_contexts[signal]
+                contexts = named if named and named[0] in signal_contexts[signal] else ()
                 for field, mode in (("statements", "statement"), ("conditions", "condition")):
                     items = entry.get(field)
                     for number, text in enumerate(items if isinstance(items, list) else []):
                         if isinstance(text, str):
-                            yield [key, index, field, number], text, mode, contexts
+                            yield (
+                                [key, index, field, number],
+                                text,
+                                mode,
+                                contexts or (signal_contexts[signal]),
+                            )
     if kind == "filter":
         for section, lists in _FILTER_LISTS.items():
             block = body.get(section)
@@ -138,10 +147,10 @@ class _Judge:
 
     def messages(self, text: str, mode: str, contexts: Any) -> list[str]:
         if mode == "context":
-            known = {_ALIASES.get(text, text)} & set(self.contexts)
-            if known:
+            offered = [c for c in contexts if c in self.contexts]
+            if text.lower() in offered:
                 return []
-            names = ", ".join(SIGNAL_CONTEXTS[_signal_of(contexts)])
+            names = ", ".join(offered)
             return [
                 f"'{text}' is not an OTTL context of the {self.kind} processor at "
                 f"{self.release}; use one of {names}"
@@ -163,7 +172,7 @@ class _Judge:
                 f"takes only with the feature gate {LAMBDA_GATE} (alpha since v0.155.0, "
                 "unknown before); the job step turns on no feature gate: write it without one"
             )
-        usable = [_ALIASES.get(c, c) for c in contexts if _ALIASES.get(c, c) in self.contexts]
+        usable = [c for c in contexts if c in self.contexts]
         registering = [c for c in usable if c in self.functions] or list(self.functions)
         where = " or ".join(registering) if len(registering) < len(self.functions) else "any"
         for call_kind, name in reading.calls:
@@ -204,10 +213,3 @@ class _Judge:
         if first in parsers and len(segments) > 1:
             return segments[1] in parsers[first] or (segments[1] == "cache" and first == context)
         return False
-
-
-def _signal_of(contexts: Any) -> str:
-    for signal, names in SIGNAL_CONTEXTS.items():
-        if tuple(contexts) == names:
-            return signal
-    return "traces"
