@@ -115,17 +115,15 @@ def _strings(kind: str, body: Mapping[str, Any]) -> Iterator[tuple[list[Any], st
                 named = (context.lower(),) if isinstance(context, str) else ()
                 if isinstance(context, str):
                     yield [key, index, "context"], context, "context", signal_contexts[signal]
-                contexts = named if named and named[0] in signal_contexts[signal] else ()
+                # A context the signal lacks is refused above; its strings are judged as if
+                # inferred.
+                own = signal_contexts[signal]
+                contexts = named if named and named[0] in own else own
                 for field, mode in (("statements", "statement"), ("conditions", "condition")):
                     items = entry.get(field)
                     for number, text in enumerate(items if isinstance(items, list) else []):
                         if isinstance(text, str):
-                            yield (
-                                [key, index, field, number],
-                                text,
-                                mode,
-                                contexts or (signal_contexts[signal]),
-                            )
+                            yield [key, index, field, number], text, mode, contexts
     if kind == "filter":
         for section, lists in _FILTER_LISTS.items():
             block = body.get(section)
