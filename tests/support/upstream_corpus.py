@@ -41,7 +41,9 @@ binary's verdicts are cached by content hash beside the binary; the runs are par
 stricter-on-purpose cases (package refuses, collector accepts) and the needs-the-binary cases
 (collector refuses, no schema can know), each with its reason; and, until they are fixed, the
 open gaps (counted against agreement in the figures). Every other disagreement fails
-``tests/test_upstream_corpus.py``; so does a listed case that is no longer such a disagreement.
+``tests/test_upstream_corpus.py``; so does a listed case that is no longer such a disagreement,
+and a case listed for a tenant rule (``reasons.tenant_rules``) that the package still refuses with
+those rules off: the policy must be the whole reason, not a cover for a schema's false refusal.
 
 ``PYTHONPATH=tests python -m support.upstream_corpus [MANIFEST...]`` prints the figures per manifest (those of docs/guide/fidelity.md).
 """
@@ -296,7 +298,7 @@ class Verdict:
     detail: str  # the collector's error output, or the package's violations
 
 
-def package_verdict(case: Case) -> Verdict:
+def package_verdict(case: Case, *, tenant_rules: bool = True) -> Verdict:
     import warnings
 
     from nemo_gym.orchestration.executors.otel import (
@@ -307,7 +309,9 @@ def package_verdict(case: Case) -> Verdict:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            validate_collector_config(case.text, case.version, source=case.id)
+            validate_collector_config(
+                case.text, case.version, source=case.id, tenant_rules=tenant_rules
+            )
     except CollectorConfigError as exc:
         return Verdict(False, "; ".join(str(v) for v in exc.violations))
     return Verdict(True, "")
@@ -375,6 +379,12 @@ def _reason(kind: str, case_id: str, path: Path) -> str | None:
     return None if key is None else expectations()["reasons"][kind][key]
 
 
+def tenant_rules_reason(case_id: str, path: Path = EXPECTATIONS) -> str | None:
+    """The case's stricter-on-purpose reason key when that reason is the tenant rules alone."""
+    key = (expectations(path).get("stricter_on_purpose") or {}).get(case_id)
+    return key if key in expectations()["reasons"]["tenant_rules"] else None
+
+
 def stricter_reason(case_id: str, path: Path = EXPECTATIONS) -> str | None:
     return _reason("stricter_on_purpose", case_id, path)
 
@@ -435,7 +445,16 @@ def judge(
             if stricter or blind or gap:
                 judgement.disagreements.append(f"{case.id}: listed, but both judges agree")
             continue
-        if not ours.accepted and stricter:
+        policy = tenant_rules_reason(case.id, expected)
+        ruleless = (
+            None if ours.accepted or not policy else package_verdict(case, tenant_rules=False)
+        )
+        if ruleless is not None and not ruleless.accepted:
+            judgement.disagreements.append(
+                f"{case.id}: listed as {policy}, a tenant rule, but the package refuses it with "
+                f"the tenant rules off too ({ruleless.detail})"
+            )
+        elif not ours.accepted and stricter:
             judgement.stricter += 1
         elif ours.accepted and blind:
             judgement.needs_binary += 1
