@@ -12,7 +12,7 @@ import pytest
 from support import helpers
 
 from nemo_gym.orchestration.executors.otel import CollectorConfigError, validate_collector_config
-from nemo_gym.orchestration.executors.otel._checks.attributes_rules import groups
+from nemo_gym.orchestration.executors.otel._checks.go_regexp import check_go_regexp
 
 EXTRACT = "actions:\n  - key: http.url\n    action: extract\n    pattern: '{pattern}'"
 LOG_MATCH = (
@@ -103,7 +103,58 @@ def test_the_neighbours_the_collector_accepts_pass(kind: str, body: str, signal:
         _validate(kind, body, signal, version)
 
 
-def test_groups_skips_escapes_and_character_classes() -> None:
-    assert groups(r"\((?P<a>x)[()]") == (1, [])
-    assert groups(r"[]()](b)") == (0, [5])
-    assert groups(r"[[:alpha:]((](?<n>c)") == (1, [])
+def test_capture_groups_are_read_past_escapes_and_character_classes() -> None:
+    assert check_go_regexp(r"\((?P<a>x)[()]").names == ("a",)
+    assert check_go_regexp(r"[]()](b)").unnamed == (5,)
+    assert check_go_regexp(r"[[:alpha:]((](?<n>c)\Q(\E(d)").names == ("n", "")
+
+
+@pytest.mark.parametrize("version", ["0.161.0", "0.141.0"])
+@pytest.mark.parametrize(
+    ("kind", "body", "signal", "path", "says"),
+    [
+        (
+            "resource",
+            "attributes:\n  - {key: url, action: extract, pattern: '(a)(?P<b>c)'}",
+            "traces",
+            "processors.resource/x.attributes[0].pattern",
+            "has a group without a name at offset 0",
+        ),
+        (
+            "attributes",
+            "include:\n  match_type: regexp\n  libraries: [{name: x, version: 'v(?=1)'}]\n"
+            "actions:\n  - {key: a, action: delete}",
+            "traces",
+            "processors.attributes/x.include.libraries[0].version",
+            r"is not a regular expression Go compiles \(error parsing regexp: invalid or "
+            r"unsupported Perl syntax: `\(\?=`\)",
+        ),
+        (
+            "filter",
+            "metrics:\n  exclude:\n    match_type: regexp\n    metric_names: [ok, 'a{2,1}']",
+            "metrics",
+            "processors.filter/x.metrics.exclude.metric_names[1]",
+            r"invalid repeat count: `\{2,1\}`",
+        ),
+        (
+            "redaction",
+            "allow_all_keys: true\nblocked_key_patterns: ['(?i)token\\K']",
+            "logs",
+            "processors.redaction/x.blocked_key_patterns[0]",
+            r"invalid escape sequence: `\\K`",
+        ),
+        (
+            "transform",
+            "log_statements:\n  - context: log\n    statements:\n"
+            '      - \'replace_pattern(body, "(\\\\d+)\\\\1", "x")\'',
+            "logs",
+            "processors.transform/x.log_statements[0].statements[0]",
+            r"passes replace_pattern the pattern .*, which Go does not compile \(error parsing "
+            r"regexp: invalid escape sequence: `\\1`\)",
+        ),
+    ],
+)
+def test_a_pattern_go_does_not_compile_is_named_with_go_s_reason(
+    kind: str, body: str, signal: str, path: str, says: str, version: str
+) -> None:
+    test_a_refused_setting_is_named_with_its_fix(kind, body, signal, path, says, version)

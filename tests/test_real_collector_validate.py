@@ -1051,6 +1051,138 @@ AGREEMENT_CASES.update(
 )
 
 
+def _extract(pattern: str, kind: str = "attributes") -> str:
+    """A processor body with one extract action of ``pattern`` (YAML single-quoted)."""
+    key = "actions" if kind == "attributes" else "attributes"
+    return f"    {key}:\n      - {{key: url, action: extract, pattern: '{pattern}'}}\n"
+
+
+def _match(lists: str, prefix: str = "") -> str:
+    """An include block matching by regexp on ``lists`` (flow style), under ``prefix``."""
+    indent = "      " if prefix else "    "
+    head = f"    {prefix}:\n" if prefix else ""
+    return f"{head}{indent}include:\n{indent}  match_type: regexp\n{indent}  {lists}\n"
+
+
+_DELETE = "    actions: [{key: a, action: delete}]\n"
+
+
+def _unused(text: str, name: str) -> str:
+    """The config with processor ``name`` left out of its pipeline (never built)."""
+    return text.replace(f"processors: [{name}], ", "")
+
+
+def _span_statement(statement: str) -> str:
+    quoted = statement.replace("\\", "\\\\").replace('"', '\\"')
+    return _ottl(
+        "transform",
+        f'    trace_statements:\n      - context: span\n        statements: ["{quoted}"]\n',
+        signal="traces",
+    )
+
+
+# Regular expressions the collector compiles with Go's regexp (RE2 syntax): when it reads the
+# config (Prometheus relabel rules, OTTL literal patterns, used or not) or when a pipeline builds
+# the processor (an unused processor's patterns are never compiled). Go takes \pL, \z, \Q...\E,
+# possessive-free repeats up to 1000; it refuses lookarounds, backreferences and a** .
+AGREEMENT_CASES.update(
+    {
+        "regexp-extract-unclosed": (_processor("attributes", _extract("(?P<a>x")), False),
+        "regexp-extract-lookahead": (_processor("attributes", _extract("(?P<a>x)(?=y)")), False),
+        "regexp-extract-go-only-syntax": (
+            _processor("attributes", _extract(r"^(?P<a>\pL+)\Q.*\E(?U)(?P<b>x+)\z")),
+            True,
+        ),
+        "regexp-extract-unnamed-unused": (
+            _unused(_processor("attributes", _extract("(a)")), "attributes"),
+            True,
+        ),
+        "regexp-extract-bad-unused": (
+            _unused(_processor("attributes", _extract("(")), "attributes"),
+            True,
+        ),
+        "regexp-resource-extract-unnamed": (
+            _processor("resource", _extract("(a)(?P<b>c)", kind="resource")),
+            False,
+        ),
+        "regexp-attributes-include-lookbehind": (
+            _processor("attributes", _match("services: ['(?<!a)b']") + _DELETE),
+            False,
+        ),
+        "regexp-attributes-include-attribute-value": (
+            _processor("attributes", _match("attributes: [{key: k, value: '[z-a]'}]") + _DELETE),
+            False,
+        ),
+        "regexp-attributes-include-quoted": (
+            _processor("attributes", _match(r"services: ['\Qa.b(\E[[:word:]]{2,1000}']") + _DELETE),
+            True,
+        ),
+        "regexp-filter-span-names-nested-repeat": (
+            _processor("filter", _match("span_names: ['a**']", "spans")),
+            False,
+        ),
+        "regexp-filter-metric-names-repeat-too-large": (
+            _processor("filter", _match("metric_names: ['x{1001}']", "metrics"), "metrics"),
+            False,
+        ),
+        "regexp-filter-log-bodies-backreference": (
+            _processor("filter", _match(r"bodies: ['(a)\1']", "logs"), "logs"),
+            False,
+        ),
+        "regexp-filter-spans-block-in-a-metrics-pipeline": (
+            _processor("filter", _match("span_names: ['(']", "spans"), "metrics"),
+            True,
+        ),
+        "regexp-redaction-blocked-value-lookahead": (
+            _processor(
+                "redaction", "    allow_all_keys: true\n    blocked_values: ['\\d{4}(?!x)']\n"
+            ),
+            False,
+        ),
+        "regexp-redaction-blocked-value": (
+            _processor(
+                "redaction", "    allow_all_keys: true\n    blocked_values: ['\\b\\d{16}\\b']\n"
+            ),
+            True,
+        ),
+        "regexp-prometheus-relabel-unclosed": (
+            _scrape(
+                _job(
+                    extra="          relabel_configs: [{source_labels: [a], regex: '(', action: keep}]\n"
+                )
+            ),
+            False,
+        ),
+        "regexp-prometheus-relabel-closes-the-anchor-group": (
+            _scrape(
+                _job(
+                    extra="          metric_relabel_configs: [{source_labels: [a], regex: 'a)(b', action: keep}]\n"
+                )
+            ),
+            True,
+        ),
+        "regexp-ottl-replace-pattern-go-syntax": (
+            _span_statement(r'replace_pattern(name, "(?i)a\\pL\\z", "x")'),
+            True,
+        ),
+        "regexp-ottl-is-match-lookahead": (
+            _span_statement('set(name, "x") where IsMatch(name, "a(?=b)")'),
+            False,
+        ),
+        "regexp-ottl-named-argument": (
+            _span_statement(
+                'replace_all_patterns(attributes, "value", regex_pattern="[z-a]", replacement="x")'
+            ),
+            False,
+        ),
+        "regexp-ottl-dynamic-pattern": (
+            _span_statement('set(name, "x") where IsMatch(name, Concat(["(", ""], ""))'),
+            True,
+        ),
+    }
+)
+
+
 @pytest.mark.parametrize("line", LINES)
 def test_package_and_collector_agree_on_hand_written_configs(
     line: str, binaries: dict[str, Path], tmp_path: Path

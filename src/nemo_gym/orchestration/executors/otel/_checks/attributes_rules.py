@@ -1,10 +1,8 @@
 """What the attributes processor refuses when the collector builds it, beyond its schema.
 
-Two checks of upstream that no JSON Schema can state (the same at v0.141.0 and v0.161.0):
+A check of upstream that no JSON Schema can state (the same at v0.141.0 and v0.161.0; the
+patterns themselves, an extract pattern's groups among them, are ``regexp_rules.py``'s):
 
-- ``internal/coreinternal/attraction/attraction.go``, ``NewAttrProc``: an ``extract`` action's
-  ``pattern`` needs at least one group, and every group named (``SubexpNames``): each names
-  the attribute it fills, so an unnamed group has nowhere to go.
 - ``internal/filter/filterconfig/config.go``, ``ValidateForSpans`` and ``ValidateForLogs``: the
   ``include``/``exclude`` match properties of a processor in a traces pipeline may not match on
   logs or metrics (``log_bodies``, ``log_severity_texts``, ``log_severity_number``,
@@ -59,71 +57,7 @@ def attributes_violations(config: Mapping[str, Any]) -> list[Violation]:
     processors = config.get("processors")
     if not isinstance(processors, Mapping):
         return []
-    found = []
-    for component_id, body in processors.items():
-        if component_type(str(component_id)) == KIND and isinstance(body, Mapping):
-            found.extend(_extract_patterns(component_id, body))
-    found.extend(_match_properties_by_signal(config, processors))
-    return found
-
-
-def _extract_patterns(component_id: str, body: Mapping[str, Any]) -> Iterator[Violation]:
-    actions = body.get("actions")
-    for index, action in enumerate(actions if isinstance(actions, list) else []):
-        if not isinstance(action, Mapping) or str(action.get("action")).lower() != "extract":
-            continue
-        pattern = action.get("pattern")
-        if not isinstance(pattern, str):
-            continue
-        named, unnamed = groups(pattern)
-        where = dotted(["processors", component_id, "actions", index, "pattern"])
-        if unnamed:
-            yield Violation(
-                where,
-                f"has a group without a name at offset {unnamed[0]}; the extract action makes "
-                "an attribute of each group: name it (?P<name>...) or make it non-capturing "
-                "(?:...)",
-            )
-        elif not named:
-            yield Violation(
-                where,
-                "has no named group; the extract action makes an attribute of each group: "
-                "write one as (?P<name>...)",
-            )
-
-
-def groups(pattern: str) -> tuple[int, list[int]]:
-    """(how many named groups, the offsets of the unnamed capturing ones) of a Go regular
-    expression: escapes and character classes are skipped; ``(?P<n>`` and ``(?<n>`` are named,
-    any other ``(?`` (flags, ``(?:``) captures nothing."""
-    named, unnamed = 0, []
-    index, in_class = 0, False
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\":
-            index += 2
-            continue
-        if in_class:
-            if pattern.startswith("[:", index):
-                end = pattern.find(":]", index + 2)
-                index = end + 2 if end >= 0 else index + 1
-                continue
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-            index += 1
-            if pattern.startswith("^", index):
-                index += 1
-            if pattern.startswith("]", index):  # a leading ] is a literal
-                index += 1
-            continue
-        elif char == "(":
-            if not pattern.startswith("?", index + 1):
-                unnamed.append(index)
-            elif pattern.startswith(("?P<", "?<"), index + 1):
-                named += 1
-        index += 1
-    return named, unnamed
+    return list(_match_properties_by_signal(config, processors))
 
 
 def _match_properties_by_signal(

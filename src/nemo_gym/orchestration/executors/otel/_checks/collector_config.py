@@ -24,6 +24,7 @@ from .attributes_rules import attributes_violations
 from .component_rules import component_violations
 from .graph import graph_violations, scan_config, unused_components
 from .ottl_rules import ottl_violations
+from .regexp_rules import regexp_violations
 from .secrets import credential_references
 from .tenant import TenantPolicy, telemetry_warnings, tenant_violations
 
@@ -190,7 +191,7 @@ def _findings(
     ]
     graph = graph_violations(canonical, line.names, component_signals(line.schema))
     graph += ottl_violations(canonical, line.schema) + attributes_violations(canonical)
-    graph += component_violations(canonical, line.names)
+    graph += component_violations(canonical, line.names) + regexp_violations(canonical)
     tenant = tenant_violations(canonical, sites, policy, line.names["otlp_http"]) if policy else []
     found = [
         *unused_components(config),

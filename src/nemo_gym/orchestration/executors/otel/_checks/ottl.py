@@ -64,11 +64,14 @@ class Token:
 class Reading:
     """What a statement or condition that parses uses: its function calls as (kind, name), kind
     ``editor`` or ``converter``; its paths as their dotted segments (paths whose first segment
-    is a lambda's parameter are left out: they are local); the offsets of its lambdas."""
+    is a lambda's parameter are left out: they are local); the offsets of its lambdas; and the
+    arguments that are a string literal alone, as (function, position or name, the literal as
+    written, quotes and escapes included)."""
 
     calls: list[tuple[str, str]] = field(default_factory=list)
     paths: list[tuple[str, ...]] = field(default_factory=list)
     lambdas: list[int] = field(default_factory=list)
+    literals: list[tuple[str, int | str, str]] = field(default_factory=list)
 
 
 def tokens(text: str) -> list[Token]:
@@ -98,6 +101,43 @@ def read_statement(text: str) -> Reading:
 def read_condition(text: str) -> Reading:
     """A boolean expression (grammar.go ``booleanExpression``), as conditions are parsed."""
     return _Parser(text).condition()
+
+
+_SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+_SIMPLE_ESCAPES.update({"\\": "\\", '"': '"'})
+_HEX_DIGITS = {"x": 2, "u": 4, "U": 8}
+
+
+def string_value(literal: str) -> str | None:
+    """The value of a String token as the collector's parser unquotes it (participle's
+    ``Unquote``, Go's ``strconv.Unquote``), or None where Go would not unquote it."""
+    body, value, index = literal[1:-1], [], 0
+    while index < len(body):
+        char = body[index]
+        if char != "\\":
+            value.append(char)
+            index += 1
+            continue
+        escape = body[index + 1 : index + 2]
+        if escape in _SIMPLE_ESCAPES:
+            value.append(_SIMPLE_ESCAPES[escape])
+            index += 2
+        elif escape in _HEX_DIGITS or (escape in "01234567" and escape):
+            size = _HEX_DIGITS.get(escape, 3)
+            start = index + (2 if escape in _HEX_DIGITS else 1)
+            digits = body[start : start + size]
+            base = 8 if escape not in _HEX_DIGITS else 16
+            allowed = "01234567" if base == 8 else "0123456789abcdefABCDEF"
+            if len(digits) != size or any(d not in allowed for d in digits):
+                return None
+            code = int(digits, base)
+            if code > (255 if escape in "x01234567" else 0x10FFFF) or 0xD800 <= code < 0xE000:
+                return None
+            value.append(chr(code))
+            index = start + size
+        else:
+            return None
+    return "".join(value)
 
 
 class _Parser:
@@ -165,7 +205,7 @@ class _Parser:
         self.furthest = max(self.furthest, self.i)
         return None
 
-    def _mark(self) -> tuple[int, int, int, int, int]:
+    def _mark(self) -> tuple[int, int, int, int, int, int]:
         reading = self.reading
         return (
             self.i,
@@ -173,14 +213,16 @@ class _Parser:
             len(reading.paths),
             len(self.errors),
             len(reading.lambdas),
+            len(reading.literals),
         )
 
-    def _reset(self, mark: tuple[int, int, int, int, int]) -> bool:
+    def _reset(self, mark: tuple[int, int, int, int, int, int]) -> bool:
         self.i = mark[0]
         del self.reading.calls[mark[1] :]
         del self.reading.paths[mark[2] :]
         del self.errors[mark[3] :]
         del self.reading.lambdas[mark[4] :]
+        del self.reading.literals[mark[5] :]
         return False
 
     def _attempt(self, rule) -> bool:  # type: ignore[no-untyped-def]
@@ -202,7 +244,7 @@ class _Parser:
     def _call(self, kind: str, first: str) -> bool:
         mark = self._mark()
         name = self._name(first)
-        if name is None or not self._arguments():
+        if name is None or not self._arguments(name):
             return self._reset(mark)
         self.reading.calls.insert(mark[1], (kind, name))
         keys = 0
@@ -220,19 +262,30 @@ class _Parser:
     def _converter(self) -> bool:
         return self._call("converter", "Uppercase")
 
-    def _arguments(self) -> bool:
+    def _arguments(self, function: str) -> bool:
         if not self._take("LParen"):
             return False
-        if self._attempt(self._argument):
+        if self._attempt(lambda: self._argument(function, 0)):
+            position = 1
             while self._take("Punct", ","):
-                if not self._argument():
+                if not self._argument(function, position):
                     return False
+                position += 1
         return bool(self._take("RParen"))
 
-    def _argument(self) -> bool:
+    def _argument(self, function: str, position: int) -> bool:
         mark = self._mark()
-        if not (self._name("Lowercase") and self._take("Equal")):
+        key: int | str = position
+        name = self._name("Lowercase")
+        if name and self._take("Equal"):
+            key = name
+        else:
             self._reset(mark)
+        alone = self._peek("String") and (
+            self._peek("Punct", ",", ahead=1) or self._peek("RParen", ahead=1)
+        )
+        if alone:
+            self.reading.literals.append((function, key, self.tokens[self.i].text))
         if self._attempt(self._value):
             return True
         return self._name("Uppercase") is not None

@@ -9,7 +9,8 @@ rule reads them (``ottl.py``) and looks names up in the facts generated from the
 
 It may accept what the collector refuses, never the reverse: a statement whose context is inferred
 may call any function and read any path of any context of its signal; enum symbols and argument types are left to the collector
-(``check --collector`` runs it). A line without facts (an override's own schema) is not judged.
+(``check --collector`` runs it). The literal patterns of the functions that compile one when the
+statement is parsed are read as Go reads them (``go_regexp.py``). A line without facts (an override's own schema) is not judged.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import Any
 
 from .._common.errors import TemplateError, Violation, dotted
 from .._common.resources import load_schema
-from .ottl import OttlSyntaxError, Reading, read_condition, read_statement
+from .go_regexp import go_regexp_error
+from .ottl import OttlSyntaxError, Reading, read_condition, read_statement, string_value
 
 # The contexts a statement of each signal may name, lowest last (transformprocessor
 # internal/common/config.go, filterprocessor config.go: the parser collections per signal); the
@@ -44,6 +46,16 @@ _FILTER_LISTS = {
     "profiles": {"resource": "resource", "profile": "profile"},
 }
 _TRANSFORM_CONTEXTS = {**SIGNAL_CONTEXTS, "metrics": (*SIGNAL_CONTEXTS["metrics"], "exemplar")}
+# The functions that compile a literal pattern when the statement is parsed (pkg/ottl ottlfuncs,
+# newDynamicRegex, the same six at v0.141.0 and v0.161.0): the pattern's position and name.
+_PATTERN_ARGUMENTS = {
+    "IsMatch": (1, "pattern"),
+    "ExtractPatterns": (1, "pattern"),
+    "delete_matching_keys": (1, "pattern"),
+    "keep_matching_keys": (1, "pattern"),
+    "replace_pattern": (1, "regex_pattern"),
+    "replace_all_patterns": (2, "regex_pattern"),
+}
 # pkg/ottl internal/metadata/generated_feature_gates.go (v0.161.0): lambda arguments need it.
 LAMBDA_GATE = "ottl.functions.enableLambda"
 
@@ -189,6 +201,15 @@ class _Judge:
                 yield (
                     f"OTTL {mode} calls '{name}', which is not an OTTL {call_kind} of the "
                     f"{self.kind} processor in the {where} context at {self.release}; {hint}"
+                )
+        for function, key, literal in reading.literals:
+            pattern = string_value(literal) if key in _PATTERN_ARGUMENTS.get(function, ()) else None
+            error = None if pattern is None else go_regexp_error(pattern)
+            if error:
+                yield (
+                    f"OTTL {mode} passes {function} the pattern {literal}, which Go does not "
+                    f"compile ({error}); Go's syntax (RE2) has no lookarounds or "
+                    "backreferences, and a backslash is written twice in an OTTL string"
                 )
         if not usable:
             return
