@@ -144,9 +144,9 @@ def test_drain_refuses_clearly_and_writes_nothing(tmp_path: Path) -> None:
     assert "Traceback" not in refused.stderr
 
     job_dir = _job_dir(tmp_path / "b")
+    (job_dir / "otel" / "queue").mkdir()  # a queue to send: a collector and the token are needed
     no_binary = helpers.run_cli("drain", job_dir, "--collector", "no-such-otelcol", cwd=tmp_path)
     assert no_binary.returncode == 1 and "--collector" in no_binary.stderr
-    (job_dir / "otel" / "queue").mkdir()  # a queue to send: the token is needed
     no_token = helpers.run_cli(
         "drain", job_dir, "--collector", "true", cwd=tmp_path, env=helpers.cli_env(OTEL_TOKEN=None)
     )
@@ -351,6 +351,21 @@ def test_a_queue_never_created_is_nothing_to_drain(
         document = json.loads(result.stdout)
         assert document["nothing_queued"] is True and document["empty"] is True, document
     assert _listing(job_dir) == before and not mark.exists()
+
+
+def test_a_queue_never_created_needs_no_collector(tmp_path: Path) -> None:
+    """Nothing to drain is known before the collector is looked for: no binary on the machine
+    (the login node that only checks) still gets 0, and a queue that exists still asks."""
+    job_dir = _job_dir(tmp_path)
+    args = ("drain", job_dir, "--collector", str(tmp_path / "no-such-collector"))
+    env = helpers.cli_env(OTEL_TOKEN="drain-test-token")
+    result = helpers.run_cli(*args, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "nothing queued" in result.stdout
+    (job_dir / "otel" / "queue").mkdir()
+    result = helpers.run_cli(*args, cwd=tmp_path, env=env)
+    assert result.returncode != 0
+    assert "--collector: collector binary not found" in result.stderr, result.stderr
 
 
 def test_a_drain_record_it_could_not_append_is_refused_before_the_run(tmp_path: Path) -> None:

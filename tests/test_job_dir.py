@@ -135,6 +135,16 @@ def test_the_step_refuses_what_rendering_refuses() -> None:
     assert caught.value.path == "remote_bench_dir"
 
 
+def test_the_step_refuses_a_wildcard_where_rendering_does() -> None:
+    """The scrape targets files' paths are patterns to the collector: the step, which writes
+    them, refuses the job directory rendering refuses (it once printed a step for it)."""
+    config = SubmitConfig.from_dict(_mapping("/lustre/runs"))
+    for wildcard in "*?[\\":
+        with pytest.raises(SubmitConfigError, match="wildcard") as caught:
+            collector_step(config, "aime25", f"/lustre/runs/gid{wildcard}1/aime25")
+        assert caught.value.path == "remote_bench_dir"
+
+
 # -- the real binaries: every character that is not refused reaches a collector that starts -----
 
 # Gym job ids a user could type: the config URI's ':', shell syntax, collector expansion syntax,

@@ -264,20 +264,23 @@ def drain(args: argparse.Namespace) -> int:
     job_dir = Path(args.job_dir)
     if (refused := _no_otel_folder(job_dir)) is not None:
         return refused
-    binary = shutil.which(args.collector)
-    if binary is None:
-        raise SubmitConfigError(
-            "--collector",
-            f"collector binary not found: {args.collector}; pass the path of a collector of "
-            "the job's template line",
-        )
     terminal = sys.stderr.isatty()
+
+    def collector() -> str:
+        binary = shutil.which(args.collector)
+        if binary is None:
+            raise SubmitConfigError(
+                "--collector",
+                f"collector binary not found: {args.collector}; pass the path of a collector "
+                "of the job's template line",
+            )
+        return binary
 
     def progress(state: DrainState) -> None:
         print(f"\r{progress_line(state)}\033[K", end="", file=sys.stderr, flush=True)
 
     result = run_drain(
-        job_dir, binary, timeout_seconds=args.timeout, progress=progress if terminal else None
+        job_dir, collector, timeout_seconds=args.timeout, progress=progress if terminal else None
     )
     ran = result.nothing_queued is None  # no queue folder: nothing ran, nothing to record
     if ran:

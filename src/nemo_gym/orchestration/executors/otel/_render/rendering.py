@@ -31,7 +31,7 @@ from .._submit.job_dir_path import JOB_DIR_KEY, check_job_dir, job_dir_warnings
 from .._submit.rules import validate_destination
 from .._submit.token import refuse_rendered_token, refuse_written_token
 from .._templating.catalogue import Line, search_path, template_set
-from .._templating.context import checked, template_context
+from .._templating.context import check_scrape_paths, checked, template_context
 from .._templating.environment import render_template
 from .drain_config import drain_document
 
@@ -67,6 +67,7 @@ def check_render_inputs(
     # The benchmark's own name first: a job directory cannot end in a name no value can hold.
     checked(benchmark_name, dotted(["driver", "benchmarks", benchmark_name]))
     bench_dir = check_job_dir(config, benchmark_name, remote_bench_dir)
+    check_scrape_paths(config, bench_dir)
     validate_destination(config)
     refuse_written_token(config, {JOB_DIR_KEY: remote_bench_dir})
     return bench_dir

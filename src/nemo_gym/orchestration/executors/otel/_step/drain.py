@@ -368,18 +368,21 @@ def drain_config_document(job_dir: Path) -> dict[str, Any]:
 
 def drain(
     job_dir: Path,
-    binary: str,
+    collector: Callable[[], str],
     *,
     timeout_seconds: float | None = None,
     progress: Progress | None = None,
 ) -> DrainResult:
-    """Run the job's drain config until its disk queues are empty (or ``timeout_seconds``)."""
+    """Run the job's drain config until its disk queues are empty (or ``timeout_seconds``).
+    ``collector`` finds the binary (or raises) only when there is a queue to drain: a job
+    directory whose queue was never made needs neither a collector nor the token."""
     document = relocated(drain_config_document(job_dir), job_dir)
     storages = queue_storages(document)
     folders = [storage.directory for storage in storages]
     if folders and not any(os.path.lexists(folder) for folder in folders):
-        # Running the collector would only create an empty queue there; no token is needed.
+        # Running the collector would only create an empty queue there.
         return DrainResult(DrainState(), 0.0, {}, 0, "", nothing_queued=folders[0])
+    binary = collector()
     variable = token_variable(document)
     if variable is not None and not os.environ.get(variable):
         raise SubmitConfigError(

@@ -142,16 +142,23 @@ def scrape_targets(config: SubmitConfig) -> dict[str, int]:
 _GLOB_CHARACTERS = "*?[\\"
 
 
-def _scrape_jobs(config: SubmitConfig, bench_dir: PurePosixPath) -> list[dict[str, Any]]:
-    component = scrape_checked(config.otel.component, "otel.component")
-    jobs = scrape_jobs(config, component)
+def check_scrape_paths(config: SubmitConfig, bench_dir: PurePosixPath) -> None:
+    """Refuse a job directory the scrape targets files cannot live in; rendering and the step
+    both ask, so that no step points at a config that could not have been written."""
     glob = next((c for c in str(bench_dir) if c in _GLOB_CHARACTERS), None)
-    if jobs and glob is not None:
+    if glob is not None and scrape_jobs(
+        config, scrape_checked(config.otel.component, "otel.component")
+    ):
         raise SubmitConfigError(
             "remote_bench_dir",
             f"contains {glob!r}, which the collector reads as a wildcard in the path of its "
             "scrape targets files; choose a job directory without '*', '?', '[' and '\\'",
         )
+
+
+def _scrape_jobs(config: SubmitConfig, bench_dir: PurePosixPath) -> list[dict[str, Any]]:
+    component = scrape_checked(config.otel.component, "otel.component")
+    jobs = scrape_jobs(config, component)
     return [
         {"name": job.name, "targets_file": str(targets_dir(bench_dir) / job.file)} for job in jobs
     ]
