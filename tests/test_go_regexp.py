@@ -120,6 +120,9 @@ def test_go_s_own_test_patterns_are_judged_as_go_judges_them(oracle: Any) -> Non
         }
     )
     assert len(patterns) > 1000, "Go's test data moved: read it from its new place"
+    # The nesting limits its tests build in code: 1000 levels deep, and far past them.
+    patterns += [f"{'(' * n}{')' * n}" for n in (998, 999, 1000, 1001)]
+    patterns += ["(?:" * 1000 + ")*" * 1000, "(?:" * 5000 + ")" * 5000, "(" * 20000]
     wrong = _disagreements(patterns, oracle)
     assert not wrong, f"{len(wrong)} of {len(patterns)}:\n" + "\n".join(wrong[:30])
 

@@ -62,6 +62,7 @@ class _Node:
     high: int = 0
     subs: list[_Node] = field(default_factory=list)
     capture: bool = False  # a paren's
+    height: int = 1  # of the tree under it, counted as it is built (parse.go checkHeight)
 
     @property
     def pseudo(self) -> bool:
@@ -149,8 +150,6 @@ class _Parser:
         self._alternate()
         if len(self.stack) != 1:
             raise GoRegexpError("missing closing )", self.whole)
-        if _height(self.stack[0]) > _MAX_HEIGHT:
-            raise GoRegexpError("expression nests too deeply", self.whole)
         return Captures(tuple(self.names), tuple(self.unnamed))
 
     # -- the parse stack (parse.go push, concat, alternate, parseVerticalBar) ------------------
@@ -168,7 +167,14 @@ class _Parser:
             leaf for node in self.stack[i:] for leaf in (node.subs if node.op == op else [node])
         ]
         del self.stack[i:]
-        self.stack.append(subs[0] if len(subs) == 1 else _Node(op, subs=subs))
+        self.stack.append(subs[0] if len(subs) == 1 else self._built(_Node(op, subs=subs)))
+
+    def _built(self, node: _Node) -> _Node:
+        """The node with its height, or Go's refusal of a tree deeper than 1000."""
+        node.height = 1 + max((sub.height for sub in node.subs), default=0)
+        if node.height > _MAX_HEIGHT:
+            raise GoRegexpError("expression nests too deeply", self.whole)
+        return node
 
     def _concat(self) -> None:
         self._collapse("concat")
@@ -198,7 +204,7 @@ class _Parser:
             raise GoRegexpError("unexpected )", self.whole)
         inner = self.stack.pop()
         paren = self.stack.pop()
-        self._push(_Node("capture", subs=[inner]) if paren.capture else inner)
+        self._push(self._built(_Node("capture", subs=[inner])) if paren.capture else inner)
 
     def _repeat(self, op: str, low: int, high: int, before: str, after: str, last: str) -> str:
         if after.startswith("?"):  # non-greedy
@@ -211,7 +217,7 @@ class _Parser:
             raise GoRegexpError(
                 "missing argument to repetition operator", before[: len(before) - len(after)]
             )
-        node = _Node(op, low=low, high=high, subs=[self.stack.pop()])
+        node = self._built(_Node(op, low=low, high=high, subs=[self.stack.pop()]))
         self.stack.append(node)
         if op == "repeat" and (low >= 2 or high >= 2) and not _repeat_is_valid(node, _MAX_REPEAT):
             raise GoRegexpError("invalid repeat count", before[: len(before) - len(after)])
@@ -345,20 +351,21 @@ def _int(s: str) -> tuple[int, str] | None:
     return (int(s[:end]) if end <= 9 else -1), s[end:]
 
 
-def _repeat_is_valid(node: _Node, budget: int) -> bool:
-    """parse.go repeatIsValid: nested counted repeats make no more than ``budget`` copies."""
-    if node.op == "repeat":
-        count = node.high if node.high >= 0 else node.low
-        if count == 0:
-            return True
-        if count > budget:
-            return False
-        budget //= count
-    return all(_repeat_is_valid(sub, budget) for sub in node.subs)
-
-
-def _height(node: _Node) -> int:
-    return 1 + max((_height(sub) for sub in node.subs), default=0)
+def _repeat_is_valid(root: _Node, budget: int) -> bool:
+    """parse.go repeatIsValid: nested counted repeats make no more than ``budget`` copies
+    (walked with a list, not recursion: a tree may be 1000 deep)."""
+    pending = [(root, budget)]
+    while pending:
+        node, left = pending.pop()
+        if node.op == "repeat":
+            count = node.high if node.high >= 0 else node.low
+            if count == 0:
+                continue
+            if count > left:
+                return False
+            left //= count
+        pending.extend((sub, left) for sub in node.subs)
+    return True
 
 
 def _unicode_class(t: str) -> str | None:
