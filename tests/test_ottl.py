@@ -118,6 +118,37 @@ REFUSED = [
     ),
 ]
 
+# Arguments as pkg/ottl buildArgs counts and names them (functions.go), on both lines.
+REFUSED += [
+    (
+        "transform",
+        "trace_statements:\n  - context: span\n    statements:\n      - 'set(name)'",
+        "processors.transform/x.trace_statements[0].statements[0]",
+        r"calls set with 1 argument\(s\), and it takes 2 \(target, value\)",
+    ),
+    (
+        "transform",
+        "trace_statements:\n  - context: span\n    statements:\n"
+        "      - 'set(name, Concat([name, \"x\"]))'",
+        "processors.transform/x.trace_statements[0].statements[0]",
+        r"calls Concat with 1 argument\(s\), and it takes 2 \(vals, delimiter\)",
+    ),
+    (
+        "transform",
+        "trace_statements:\n  - context: span\n    statements:\n"
+        '      - \'replace_pattern(name, "a", replace="b")\'',
+        "processors.transform/x.trace_statements[0].statements[0]",
+        "calls replace_pattern with the argument name 'replace', and its parameters are target, "
+        "regex_pattern, replacement, function, replacement_format",
+    ),
+    (
+        "filter",
+        "traces:\n  span:\n    - 'IsMatch(target=name, \"x\")'",
+        "processors.filter/x.traces.span[0]",
+        "calls IsMatch with a positional argument after a named one",
+    ),
+]
+
 
 @pytest.mark.parametrize(
     ("kind", "body", "path", "says", "version"),
@@ -213,6 +244,26 @@ def test_the_facts_name_the_standard_functions_of_each_line() -> None:
     assert "IsRootSpan" in transform["span"]["converters"]
     assert "IsRootSpan" not in transform["log"]["converters"]
     assert "HasAttrOnDatapoint" in current["functions"]["filter"]["metric"]["converters"]
+    # Each factory's arguments struct (func_replace_pattern.go ReplacePatternArguments; Now's
+    # factory takes nil), read the same at both releases.
+    for facts in (current, legacy):
+        signatures = facts["arguments"]["transform"]
+        assert signatures["replace_pattern"] == [
+            {
+                "fields": [
+                    "Target",
+                    "RegexPattern",
+                    "Replacement",
+                    "Function",
+                    "ReplacementFormat",
+                ],
+                "required": 3,
+            }
+        ]
+        assert signatures["Now"] == [None]
+        assert signatures["extract_sum_metric"] == [
+            {"fields": ["Monotonic", "Suffix"], "required": 1}
+        ]
     assert "HasAttrOnDatapoint" not in current["functions"]["filter"]["datapoint"]["converters"]
     assert "otelcol" in current["contexts"]["span"]["paths"]
     assert "otelcol" not in legacy["contexts"]["span"]["paths"]

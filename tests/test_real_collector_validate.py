@@ -1183,6 +1183,41 @@ AGREEMENT_CASES.update(
 )
 
 
+# OTTL call arguments as pkg/ottl buildArgs judges them: counted against the arguments struct
+# (Optional fields not required), named ones looked up as fields, none positional after a named
+# one; a factory without a struct (Now) ignores what it is given.
+AGREEMENT_CASES.update(
+    {
+        "ottl-arguments-too-few": (_span_statement("set(name)"), False),
+        "ottl-arguments-too-many": (_span_statement('set(name, "a", "b")'), False),
+        "ottl-arguments-converter-too-few": (
+            _span_statement('set(name, Concat([name, "x"]))'),
+            False,
+        ),
+        "ottl-arguments-named": (
+            _span_statement('replace_pattern(name, regex_pattern="a", replacement="b")'),
+            True,
+        ),
+        "ottl-arguments-optional-named": (
+            _span_statement('replace_pattern(name, "a", "b", function=SHA256)'),
+            True,
+        ),
+        "ottl-arguments-unknown-name": (
+            _span_statement('replace_pattern(name, "a", replace="b")'),
+            False,
+        ),
+        "ottl-arguments-positional-after-named": (
+            _span_statement('replace_pattern(name, regex_pattern="a", "b")'),
+            False,
+        ),
+        "ottl-arguments-ignored-without-a-struct": (
+            _span_statement('set(attributes["t"], Now(1))'),
+            True,
+        ),
+    }
+)
+
+
 @pytest.mark.parametrize("line", LINES)
 def test_package_and_collector_agree_on_hand_written_configs(
     line: str, binaries: dict[str, Path], tmp_path: Path

@@ -64,14 +64,16 @@ class Token:
 class Reading:
     """What a statement or condition that parses uses: its function calls as (kind, name), kind
     ``editor`` or ``converter``; its paths as their dotted segments (paths whose first segment
-    is a lambda's parameter are left out: they are local); the offsets of its lambdas; and the
+    is a lambda's parameter are left out: they are local); the offsets of its lambdas; the
     arguments that are a string literal alone, as (function, position or name, the literal as
-    written, quotes and escapes included)."""
+    written, quotes and escapes included); and each call's arguments, as (function, the name of
+    each argument in order, empty for a positional one)."""
 
     calls: list[tuple[str, str]] = field(default_factory=list)
     paths: list[tuple[str, ...]] = field(default_factory=list)
     lambdas: list[int] = field(default_factory=list)
     literals: list[tuple[str, int | str, str]] = field(default_factory=list)
+    arguments: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
 
 def tokens(text: str) -> list[Token]:
@@ -205,7 +207,7 @@ class _Parser:
         self.furthest = max(self.furthest, self.i)
         return None
 
-    def _mark(self) -> tuple[int, int, int, int, int, int]:
+    def _mark(self) -> tuple[int, ...]:
         reading = self.reading
         return (
             self.i,
@@ -214,15 +216,17 @@ class _Parser:
             len(self.errors),
             len(reading.lambdas),
             len(reading.literals),
+            len(reading.arguments),
         )
 
-    def _reset(self, mark: tuple[int, int, int, int, int, int]) -> bool:
+    def _reset(self, mark: tuple[int, ...]) -> bool:
         self.i = mark[0]
         del self.reading.calls[mark[1] :]
         del self.reading.paths[mark[2] :]
         del self.errors[mark[3] :]
         del self.reading.lambdas[mark[4] :]
         del self.reading.literals[mark[5] :]
+        del self.reading.arguments[mark[6] :]
         return False
 
     def _attempt(self, rule) -> bool:  # type: ignore[no-untyped-def]
@@ -244,9 +248,11 @@ class _Parser:
     def _call(self, kind: str, first: str) -> bool:
         mark = self._mark()
         name = self._name(first)
-        if name is None or not self._arguments(name):
+        names: list[str] = []
+        if name is None or not self._arguments(name, names):
             return self._reset(mark)
         self.reading.calls.insert(mark[1], (kind, name))
+        self.reading.arguments.insert(mark[6], (name, tuple(names)))
         keys = 0
         while self._attempt(self._key):
             keys += 1
@@ -262,18 +268,18 @@ class _Parser:
     def _converter(self) -> bool:
         return self._call("converter", "Uppercase")
 
-    def _arguments(self, function: str) -> bool:
+    def _arguments(self, function: str, names: list[str]) -> bool:
         if not self._take("LParen"):
             return False
-        if self._attempt(lambda: self._argument(function, 0)):
-            position = 1
+        if self._attempt(lambda: self._argument(function, names)):
             while self._take("Punct", ","):
-                if not self._argument(function, position):
+                if not self._argument(function, names):
                     return False
-                position += 1
         return bool(self._take("RParen"))
 
-    def _argument(self, function: str, position: int) -> bool:
+    def _argument(self, function: str, names: list[str]) -> bool:
+        """One argument, its name (or "") appended to ``names`` when it parses."""
+        position = len(names)
         mark = self._mark()
         key: int | str = position
         name = self._name("Lowercase")
@@ -286,9 +292,10 @@ class _Parser:
         )
         if alone:
             self.reading.literals.append((function, key, self.tokens[self.i].text))
-        if self._attempt(self._value):
+        if self._attempt(self._value) or self._name("Uppercase") is not None:
+            names.append(key if isinstance(key, str) else "")
             return True
-        return self._name("Uppercase") is not None
+        return False
 
     # -- values -------------------------------------------------------------------------------
 

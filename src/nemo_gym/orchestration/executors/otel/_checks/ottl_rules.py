@@ -8,8 +8,9 @@ rule reads them (``ottl.py``) and looks names up in the facts generated from the
 (``schemas/ottl-<line>.json``, written by ``tools/generate-ottl-facts``).
 
 It may accept what the collector refuses, never the reverse: a statement whose context is inferred
-may call any function and read any path of any context of its signal; enum symbols and argument types are left to the collector
-(``check --collector`` runs it). The literal patterns of the functions that compile one when the
+may call any function and read any path of any context of its signal; enum symbols and argument
+types are left to the collector (``check --collector`` runs it). A call's arguments are counted
+and named against the function's arguments struct, as ``pkg/ottl`` ``buildArgs`` does. The literal patterns of the functions that compile one when the
 statement is parsed are read as Go reads them (``go_regexp.py``). A line without facts (an override's own schema) is not judged.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -152,6 +154,7 @@ class _Judge:
     def __init__(self, facts: Mapping[str, Any], kind: str) -> None:
         self.kind = kind
         self.functions = facts["functions"][kind]  # context -> editors, converters
+        self.signatures = facts.get("arguments", {}).get(kind, {})  # function -> signatures
         self.contexts = {k: v for k, v in facts["contexts"].items() if k != "source"}
         self.release = facts["release"]
 
@@ -202,6 +205,10 @@ class _Judge:
                     f"OTTL {mode} calls '{name}', which is not an OTTL {call_kind} of the "
                     f"{self.kind} processor in the {where} context at {self.release}; {hint}"
                 )
+        for function, names in reading.arguments:
+            refusal = self._arguments_refusal(function, names)
+            if refusal:
+                yield f"OTTL {mode} calls {function} {refusal} (the collector refuses it at start-up)"
         for function, key, literal in reading.literals:
             pattern = string_value(literal) if key in _PATTERN_ARGUMENTS.get(function, ()) else None
             error = None if pattern is None else go_regexp_error(pattern)
@@ -221,6 +228,36 @@ class _Judge:
                     'and quote a map key (attributes["key"])'
                 )
 
+    def _arguments_refusal(self, function: str, names: tuple[str, ...]) -> str | None:
+        """What pkg/ottl buildArgs says of a call's arguments, or None: it counts them against
+        the arguments struct's fields (the non-Optional ones required), looks a named one up as
+        its field (strcase.ToCamel), and wants no positional one after a named one. A function
+        whose factory takes no struct ignores its arguments; one not in the facts is not judged."""
+        signatures = self.signatures.get(function)
+        if not signatures or None in signatures:
+            return None
+        named = [name for name in names if name]
+        if named and "" in names[names.index(named[0]) :]:
+            return "with a positional argument after a named one; name every argument after it"
+        refusals = []
+        for signature in signatures:
+            fields, required = signature["fields"], signature["required"]
+            params = ", ".join(_snake(field) for field in fields)
+            if not required <= len(names) <= len(fields):
+                takes = f"{required} to {len(fields)}" if required < len(fields) else required
+                refusals.append(
+                    f"with {len(names)} argument(s), and it takes {takes} ({params}) at "
+                    f"{self.release}"
+                )
+                continue
+            unknown = [name for name in named if _camel(name) not in fields]
+            if not unknown:
+                return None
+            refusals.append(
+                f"with the argument name '{unknown[0]}', and its parameters are {params}"
+            )
+        return refusals[0]
+
     def _has_path(self, context: str, segments: tuple[str, ...]) -> bool:
         """As ctxcommon.PathExpressionParser: a first segment naming a context of this one
         selects it, the next names its field; else the first is a field of this context."""
@@ -232,3 +269,21 @@ class _Judge:
         if first in parsers and len(segments) > 1:
             return segments[1] in parsers[first] or (segments[1] == "cache" and first == context)
         return False
+
+
+def _camel(name: str) -> str:
+    """strcase.ToCamel of an OTTL argument name (lower-case letters, digits and ``_``): a letter
+    after ``_`` or a digit, and the first, in upper case; ``_`` dropped."""
+    out, upper = [], True
+    for char in name:
+        if char == "_":
+            upper = True
+            continue
+        out.append(char.upper() if upper else char)
+        upper = char.isdigit()
+    return "".join(out)
+
+
+def _snake(field: str) -> str:
+    """A Go field name as an OTTL argument name is written (RegexPattern -> regex_pattern)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", field).lower()
