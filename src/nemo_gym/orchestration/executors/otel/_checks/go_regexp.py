@@ -120,7 +120,7 @@ class _Parser:
                 self._right_paren()
                 t = t[1:]
             elif c in "^$.":
-                self._push(_Node("leaf"))
+                self.stack.append(_Node("leaf"))
                 t = t[1:]
             elif c == "[":
                 t = self._class(t)
@@ -130,7 +130,7 @@ class _Parser:
             elif c == "{":
                 parsed = _repeat_counts(t)
                 if parsed is None:  # not a repeat: a literal {
-                    self._push(_Node("leaf"))
+                    self.stack.append(_Node("leaf"))
                     t = t[1:]
                 else:
                     low, high, after = parsed
@@ -141,7 +141,7 @@ class _Parser:
             elif c == "\\":
                 t = self._backslash(t)
             else:
-                self._push(_Node("leaf"))
+                self.stack.append(_Node("leaf"))
                 t = t[1:]
             last_repeat = repeat
         self._concat()
@@ -153,9 +153,6 @@ class _Parser:
         return Captures(tuple(self.names), tuple(self.unnamed))
 
     # -- the parse stack (parse.go push, concat, alternate, parseVerticalBar) ------------------
-
-    def _push(self, node: _Node) -> None:
-        self.stack.append(node)
 
     def _collapse(self, op: str) -> None:
         """Replace the nodes above the topmost pseudo-node by one ``op`` node, its subs spliced
@@ -204,7 +201,7 @@ class _Parser:
             raise GoRegexpError("unexpected )", self.whole)
         inner = self.stack.pop()
         paren = self.stack.pop()
-        self._push(self._built(_Node("capture", subs=[inner])) if paren.capture else inner)
+        self.stack.append(self._built(_Node("capture", subs=[inner])) if paren.capture else inner)
 
     def _repeat(self, op: str, low: int, high: int, before: str, after: str, last: str) -> str:
         if after.startswith("?"):  # non-greedy
@@ -262,7 +259,7 @@ class _Parser:
         if len(t) >= 2:
             kind = t[1]
             if kind in "AbBz":
-                self._push(_Node("leaf"))
+                self.stack.append(_Node("leaf"))
                 return t[2:]
             if kind == "C":
                 raise GoRegexpError("invalid escape sequence", t[:2])
@@ -275,7 +272,7 @@ class _Parser:
             rest = t[2:]
         if rest is None:
             rest = _escape(t)
-        self._push(_Node("leaf"))
+        self.stack.append(_Node("leaf"))
         return rest
 
     def _class(self, s: str) -> str:
@@ -307,7 +304,7 @@ class _Parser:
                     raise GoRegexpError(
                         "invalid character class range", whole[: len(whole) - len(t)]
                     )
-        self._push(_Node("leaf"))
+        self.stack.append(_Node("leaf"))
         return t[1:]
 
 

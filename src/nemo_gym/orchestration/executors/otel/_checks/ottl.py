@@ -105,8 +105,9 @@ def read_condition(text: str) -> Reading:
     return _Parser(text).condition()
 
 
-_SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
-_SIMPLE_ESCAPES.update({"\\": "\\", '"': '"'})
+# Go's strconv.Unquote in a double-quoted string: one-character escapes, then \x, \u, \U with
+# their hex digits and three octal digits.
+_SIMPLE_ESCAPES = dict(zip('abfnrtv\\"', '\a\b\f\n\r\t\v\\"', strict=True))
 _HEX_DIGITS = {"x": 2, "u": 4, "U": 8}
 
 
