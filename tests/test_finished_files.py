@@ -30,8 +30,10 @@ from nemo_gym.orchestration.executors.otel import (
 from nemo_gym.orchestration.executors.otel._job_dir.delivery_report import signal_files
 
 LEGACY = "0.141.0"
-# A job directory a shell would split or expand, were a word of it left unquoted.
-HOSTILE = "it's a $(touch PWNED) `touch PWNED2` *"
+# A job directory a shell would split or expand, were a word of it left unquoted (braces and a
+# tilde, not a wildcard: the example scrapes targets, so '*', '?', '[' and '\\' are refused in its
+# job directory; tests/test_job_dir.py).
+HOSTILE = "it's a $(touch PWNED) `touch PWNED2` {a,b} ~"
 
 
 def _step_bash(example_mapping: dict, job_dir: Path, **otel: object) -> str:
