@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .._common.errors import Violation, dotted
-from .go_regexp import GoRegexpError, check_go_regexp
+from .go_regexp import GoRegexpError, check_go_regexp, go_regexp_error
 from .graph import component_type, pipelines_of, signal_of
 
 # A match block's lists of patterns, and its lists of entries whose values are patterns
@@ -95,16 +95,17 @@ def _at(body: Any, keys: tuple[str, ...]) -> Any:
     return body
 
 
+def _uncompiled(path: list[Any], error: str) -> Violation:
+    return Violation(
+        dotted(path),
+        f"is not a regular expression Go compiles ({error}), and the collector refuses to "
+        "start; Go's syntax (RE2) has no lookarounds or backreferences",
+    )
+
+
 def _refusal(path: list[Any], pattern: str, anchored: bool = False) -> Violation | None:
-    try:
-        check_go_regexp(f"^(?s:{pattern})$" if anchored else pattern)
-    except GoRegexpError as exc:
-        return Violation(
-            dotted(path),
-            f"is not a regular expression Go compiles ({exc}), and the collector refuses to "
-            "start; Go's syntax (RE2) has no lookarounds or backreferences",
-        )
-    return None
+    error = go_regexp_error(f"^(?s:{pattern})$" if anchored else pattern)
+    return None if error is None else _uncompiled(path, error)
 
 
 def _each_pattern(path: list[Any], patterns: Any) -> Iterator[Violation]:
@@ -135,10 +136,11 @@ def _extract_patterns(where: list[Any], body: Mapping[str, Any], key: str) -> It
         if not isinstance(pattern, str):
             continue
         path = [*where, key, index, "pattern"]
-        if found := _refusal(path, pattern):
-            yield found
+        try:  # read once: its groups are judged too
+            captures = check_go_regexp(pattern)
+        except GoRegexpError as exc:
+            yield _uncompiled(path, str(exc))
             continue
-        captures = check_go_regexp(pattern)
         if captures.unnamed:
             yield Violation(
                 dotted(path),
