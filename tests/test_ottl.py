@@ -149,6 +149,26 @@ REFUSED += [
     ),
 ]
 
+# Enum symbols as each context's parseEnum takes them (its own SymbolTable; none in resource).
+REFUSED += [
+    (
+        "transform",
+        "trace_statements:\n  - context: span\n    statements:\n"
+        "      - 'set(name, \"x\") where kind == SPAN_KIND_SERVR'",
+        "processors.transform/x.trace_statements[0].statements[0]",
+        "uses the enum symbol SPAN_KIND_SERVR, which the span context does not know at "
+        "v0.1[46]1.0; did you mean SPAN_KIND_SERVER?",
+    ),
+    (
+        "transform",
+        "trace_statements:\n  - context: resource\n    statements:\n"
+        '      - \'set(attributes["k"], "x") where SPAN_KIND_SERVER == 1\'',
+        "processors.transform/x.trace_statements[0].statements[0]",
+        "uses the enum symbol SPAN_KIND_SERVER, which the resource context does not know .* "
+        "the span and spanevent contexts have it",
+    ),
+]
+
 
 @pytest.mark.parametrize(
     ("kind", "body", "path", "says", "version"),
@@ -261,6 +281,10 @@ def test_the_facts_name_the_standard_functions_of_each_line() -> None:
             }
         ]
         assert signatures["Now"] == [None]
+        # contexts/internal/ctxspan/symbols.go; ctxdatapoint copies ctxmetric's table in.
+        assert "SPAN_KIND_SERVER" in facts["contexts"]["span"]["enums"]
+        assert facts["contexts"]["resource"]["enums"] == []
+        assert {"FLAG_NONE", "METRIC_DATA_TYPE_SUM"} <= set(facts["contexts"]["datapoint"]["enums"])
         assert signatures["extract_sum_metric"] == [
             {"fields": ["Monotonic", "Suffix"], "required": 1}
         ]

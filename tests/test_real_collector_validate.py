@@ -1185,7 +1185,8 @@ AGREEMENT_CASES.update(
 
 # OTTL call arguments as pkg/ottl buildArgs judges them: counted against the arguments struct
 # (Optional fields not required), named ones looked up as fields, none positional after a named
-# one; a factory without a struct (Now) ignores what it is given.
+# one; a factory without a struct (Now) ignores what it is given. Enum symbols as the context's
+# parseEnum takes them; an argument that names a function (SHA256) is no enum.
 AGREEMENT_CASES.update(
     {
         "ottl-arguments-too-few": (_span_statement("set(name)"), False),
@@ -1209,6 +1210,20 @@ AGREEMENT_CASES.update(
         "ottl-arguments-positional-after-named": (
             _span_statement('replace_pattern(name, regex_pattern="a", "b")'),
             False,
+        ),
+        "ottl-enum-misspelt": (
+            _span_statement('set(name, "x") where kind == SPAN_KIND_SERVR'),
+            False,
+        ),
+        "ottl-enum-of-the-context": (
+            _span_statement(
+                'set(attributes["s"], STATUS_CODE_ERROR) where kind == SPAN_KIND_SERVER'
+            ),
+            True,
+        ),
+        "ottl-enum-that-names-a-function": (
+            _span_statement('replace_pattern(name, "a", "b", SHA256)'),
+            True,
         ),
         "ottl-arguments-ignored-without-a-struct": (
             _span_statement('set(attributes["t"], Now(1))'),

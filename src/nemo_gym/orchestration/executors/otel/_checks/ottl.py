@@ -66,14 +66,15 @@ class Reading:
     ``editor`` or ``converter``; its paths as their dotted segments (paths whose first segment
     is a lambda's parameter are left out: they are local); the offsets of its lambdas; the
     arguments that are a string literal alone, as (function, position or name, the literal as
-    written, quotes and escapes included); and each call's arguments, as (function, the name of
-    each argument in order, empty for a positional one)."""
+    written, quotes and escapes included); each call's arguments, as (function, the name of
+    each argument in order, empty for a positional one); and the enum symbols used as values."""
 
     calls: list[tuple[str, str]] = field(default_factory=list)
     paths: list[tuple[str, ...]] = field(default_factory=list)
     lambdas: list[int] = field(default_factory=list)
     literals: list[tuple[str, int | str, str]] = field(default_factory=list)
     arguments: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    enums: list[str] = field(default_factory=list)
 
 
 def tokens(text: str) -> list[Token]:
@@ -218,6 +219,7 @@ class _Parser:
             len(reading.lambdas),
             len(reading.literals),
             len(reading.arguments),
+            len(reading.enums),
         )
 
     def _reset(self, mark: tuple[int, ...]) -> bool:
@@ -228,6 +230,7 @@ class _Parser:
         del self.reading.lambdas[mark[4] :]
         del self.reading.literals[mark[5] :]
         del self.reading.arguments[mark[6] :]
+        del self.reading.enums[mark[7] :]
         return False
 
     def _attempt(self, rule) -> bool:  # type: ignore[no-untyped-def]
@@ -314,6 +317,7 @@ class _Parser:
             if self._take(kind):
                 return True
         if self._peek("Uppercase") and not self._peek("Lowercase", ahead=1):
+            self.reading.enums.append(self.tokens[self.i].text)
             self.i += 1
             return True
         return self._attempt(self._map) or self._attempt(self._list)

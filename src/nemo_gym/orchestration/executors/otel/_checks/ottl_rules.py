@@ -8,8 +8,8 @@ rule reads them (``ottl.py``) and looks names up in the facts generated from the
 (``schemas/ottl-<line>.json``, written by ``tools/generate-ottl-facts``).
 
 It may accept what the collector refuses, never the reverse: a statement whose context is inferred
-may call any function and read any path of any context of its signal; enum symbols and argument
-types are left to the collector (``check --collector`` runs it). A call's arguments are counted
+may call any function, read any path and use any enum symbol of any context of its signal;
+argument types are left to the collector (``check --collector`` runs it). A call's arguments are counted
 and named against the function's arguments struct, as ``pkg/ottl`` ``buildArgs`` does. The literal patterns of the functions that compile one when the
 statement is parsed are read as Go reads them (``go_regexp.py``). A line without facts (an override's own schema) is not judged.
 """
@@ -220,6 +220,7 @@ class _Judge:
                 )
         if not usable:
             return
+        yield from self._enum_refusals(reading.enums, mode, usable)
         for segments in reading.paths:
             if not any(self._has_path(context, segments) for context in usable):
                 yield (
@@ -257,6 +258,37 @@ class _Judge:
                 f"with the argument name '{unknown[0]}', and its parameters are {params}"
             )
         return refusals[0]
+
+    def _enum_refusals(self, enums: list[str], mode: str, usable: list[str]) -> Iterator[str]:
+        """Each context's ``parseEnum`` takes its own symbols only (none in resource, scope...);
+        a symbol that names a function is a function argument's (``SHA256``, a FunctionGetter),
+        which the package does not tell apart from an enum, so it passes."""
+        known = {symbol for context in usable for symbol in self.contexts[context].get("enums", ())}
+        functions = {
+            name
+            for groups in self.functions.values()
+            for names in groups.values()
+            for name in names
+        }
+        everywhere = sorted({s for c in self.contexts.values() for s in c.get("enums", ())})
+        for symbol in dict.fromkeys(enums):
+            if symbol in known or symbol in functions or "enums" not in self.contexts[usable[0]]:
+                continue
+            close = difflib.get_close_matches(symbol, sorted(known) or everywhere, n=1)
+            holders = sorted(
+                c for c, facts in self.contexts.items() if symbol in facts.get("enums", ())
+            )
+            hint = (
+                f"the {' and '.join(holders)} context{'s have' if len(holders) > 1 else ' has'} it"
+                if holders
+                else f"did you mean {close[0]}?"
+                if close
+                else "the context has no enum symbols"
+            )
+            yield (
+                f"OTTL {mode} uses the enum symbol {symbol}, which the {' or '.join(usable)} "
+                f"context does not know at {self.release}; {hint}"
+            )
 
     def _has_path(self, context: str, segments: tuple[str, ...]) -> bool:
         """As ctxcommon.PathExpressionParser: a first segment naming a context of this one
