@@ -9,9 +9,10 @@ rule reads them (``ottl.py``) and looks names up in the facts generated from the
 
 It may accept what the collector refuses, never the reverse: a statement whose context is inferred
 may call any function, read any path and use any enum symbol of any context of its signal;
-argument types are left to the collector (``check --collector`` runs it). A call's arguments are counted
-and named against the function's arguments struct, as ``pkg/ottl`` ``buildArgs`` does. The literal patterns of the functions that compile one when the
-statement is parsed are read as Go reads them (``go_regexp.py``). A line without facts (an override's own schema) is not judged.
+argument types are left to the collector (``check --collector`` runs it). A call's arguments are
+counted and named against the function's arguments struct, as ``pkg/ottl`` ``buildArgs`` does.
+The literal patterns of the functions that compile one when the statement is parsed are read as
+Go reads them (``go_regexp.py``). A line without facts (an override's own schema) is not judged.
 """
 
 from __future__ import annotations
