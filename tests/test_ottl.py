@@ -170,6 +170,70 @@ REFUSED += [
 ]
 
 
+# Argument values as pkg/ottl buildArg takes them for their field's type, on both lines.
+REFUSED += [
+    (  # Limit int64: -1 is an expression (the lexer's Int has no sign)
+        "transform",
+        "trace_statements:\n  - context: span\n    statements:\n"
+        "      - 'truncate_all(attributes, -1)'",
+        "processors.transform/x.trace_statements[0].statements[0]",
+        r"calls truncate_all with limit \(argument 2\) not of its type: it must be an int",
+    ),
+    (  # Target GetSetter: a converter's result cannot be set
+        "transform",
+        "trace_statements:\n  - context: span\n    statements:\n      - 'set(String(name), \"x\")'",
+        "processors.transform/x.trace_statements[0].statements[0]",
+        r"calls set with target \(argument 1\) not of its type: it must be a path",
+    ),
+    (  # PriorityKeys []string: each element a string literal
+        "transform",
+        "trace_statements:\n  - context: span\n    statements:\n"
+        "      - 'limit(attributes, 10, [\"a\", name])'",
+        "processors.transform/x.trace_statements[0].statements[0]",
+        "calls limit with priority_keys .* has at list index 1 an element that must be a string",
+    ),
+    (  # Function FunctionGetter, named
+        "transform",
+        "trace_statements:\n  - context: span\n    statements:\n"
+        '      - \'replace_pattern(name, "a", "b", function="SHA256")\'',
+        "processors.transform/x.trace_statements[0].statements[0]",
+        r"calls replace_pattern with function \(argument 4\) not of its type: it must name a",
+    ),
+]
+
+
+def test_each_argument_is_read_with_its_kind() -> None:
+    """The kinds buildArg tells apart: a lone number is a literal, a signed one or one with an
+    operator an expression; a path keeps its keys, a converter its index; a list says what its
+    elements are; a function's name alone is a function, a lone symbol an enum."""
+    reading = read_statement(
+        'f(1, 1.5, -1, 1 + 2, name, attributes["a"], Int(name)["k"], "s", true, nil, 0x0a, '
+        '{"k": 1}, ["a", 2, name], SPAN_KIND_SERVER, Sha256)'
+    )
+    [(function, names, kinds)] = reading.arguments[:1]
+    assert function == "f" and names == ("",) * 15
+    assert kinds == (
+        ("int",),
+        ("float",),
+        ("math",),
+        ("math",),
+        ("path",),
+        ("path",),
+        ("converter",),
+        ("string",),
+        ("bool",),
+        ("nil",),
+        ("bytes",),
+        ("map",),
+        ("list", "string", "int", "path"),
+        ("enum",),
+        ("function",),
+    )
+    assert read_condition('IsMatch(target=name, pattern="x")').arguments == [
+        ("IsMatch", ("target", "pattern"), (("path",), ("string",)))
+    ]
+
+
 @pytest.mark.parametrize(
     ("kind", "body", "path", "says", "version"),
     [
@@ -264,8 +328,9 @@ def test_the_facts_name_the_standard_functions_of_each_line() -> None:
     assert "IsRootSpan" in transform["span"]["converters"]
     assert "IsRootSpan" not in transform["log"]["converters"]
     assert "HasAttrOnDatapoint" in current["functions"]["filter"]["metric"]["converters"]
-    # Each factory's arguments struct (func_replace_pattern.go ReplacePatternArguments; Now's
-    # factory takes nil), read the same at both releases.
+    # Each factory's arguments struct (func_replace_pattern.go ReplacePatternArguments, its
+    # Optional[FunctionGetter[K]] read as FunctionGetter; Now's factory takes nil), read the same
+    # at both releases.
     for facts in (current, legacy):
         signatures = facts["arguments"]["transform"]
         assert signatures["replace_pattern"] == [
@@ -278,6 +343,13 @@ def test_the_facts_name_the_standard_functions_of_each_line() -> None:
                     "ReplacementFormat",
                 ],
                 "required": 3,
+                "types": [
+                    "GetSetter",
+                    "StringGetter",
+                    "StringGetter",
+                    "FunctionGetter",
+                    "StringGetter",
+                ],
             }
         ]
         assert signatures["Now"] == [None]
@@ -286,7 +358,7 @@ def test_the_facts_name_the_standard_functions_of_each_line() -> None:
         assert facts["contexts"]["resource"]["enums"] == []
         assert {"FLAG_NONE", "METRIC_DATA_TYPE_SUM"} <= set(facts["contexts"]["datapoint"]["enums"])
         assert signatures["extract_sum_metric"] == [
-            {"fields": ["Monotonic", "Suffix"], "required": 1}
+            {"fields": ["Monotonic", "Suffix"], "required": 1, "types": ["bool", "string"]}
         ]
     assert "HasAttrOnDatapoint" not in current["functions"]["filter"]["datapoint"]["converters"]
     assert "otelcol" in current["contexts"]["span"]["paths"]

@@ -1233,6 +1233,76 @@ AGREEMENT_CASES.update(
 )
 
 
+def _metric_statement(statement: str) -> str:
+    quoted = statement.replace('"', '\\"')
+    return _ottl(
+        "transform",
+        f'    metric_statements:\n      - context: metric\n        statements: ["{quoted}"]\n',
+    )
+
+
+# OTTL argument values as pkg/ottl buildArg takes them for their field's type: a literal type
+# its literal (an unsigned number without a point is an int, a signed one an expression), a
+# Setter a path, a slice a list (of literals for []string), a FunctionGetter a function's name;
+# a Getter anything.
+AGREEMENT_CASES.update(
+    {
+        "ottl-argument-int": (_span_statement("truncate_all(attributes, 10)"), True),
+        "ottl-argument-int-signed": (_span_statement("truncate_all(attributes, -1)"), False),
+        "ottl-argument-int-given-a-float": (
+            _span_statement("truncate_all(attributes, 1.5)"),
+            False,
+        ),
+        "ottl-argument-int-given-a-path": (
+            _span_statement("truncate_all(attributes, dropped_attributes_count)"),
+            False,
+        ),
+        "ottl-argument-float": (_metric_statement('scale_metric(2.0, "ms")'), True),
+        "ottl-argument-float-given-an-int": (_metric_statement('scale_metric(2, "ms")'), False),
+        "ottl-argument-bool-given-a-string": (
+            _metric_statement('extract_sum_metric("true")'),
+            False,
+        ),
+        "ottl-argument-string-given-a-path": (
+            _span_statement('set(attributes["c"], ConvertCase(name, name))'),
+            False,
+        ),
+        "ottl-argument-setter-given-a-converter": (
+            _span_statement('set(String(name), "x")'),
+            False,
+        ),
+        "ottl-argument-setter-given-a-keyed-path": (
+            _span_statement('set(attributes["a"]["b"], "x")'),
+            True,
+        ),
+        "ottl-argument-string-list": (
+            _span_statement('limit(attributes, 10, ["a", "b"])'),
+            True,
+        ),
+        "ottl-argument-string-list-given-a-path": (
+            _span_statement('limit(attributes, 10, ["a", name])'),
+            False,
+        ),
+        "ottl-argument-list-given-a-string": (
+            _span_statement('limit(attributes, 10, "a")'),
+            False,
+        ),
+        "ottl-argument-getter-list-given-paths": (
+            _span_statement('set(attributes["c"], Format("%s-%v", [name, attributes["a"]]))'),
+            True,
+        ),
+        "ottl-argument-function-given-a-string": (
+            _span_statement('replace_pattern(name, "a", "b", "SHA256")'),
+            False,
+        ),
+        "ottl-argument-getter-given-anything": (
+            _span_statement('set(attributes["c"], Concat([name, 1, true], "-"))'),
+            True,
+        ),
+    }
+)
+
+
 @pytest.mark.parametrize("line", LINES)
 def test_package_and_collector_agree_on_hand_written_configs(
     line: str, binaries: dict[str, Path], tmp_path: Path

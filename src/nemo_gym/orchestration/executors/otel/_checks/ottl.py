@@ -60,6 +60,12 @@ class Token:
     offset: int
 
 
+# What an argument is, as pkg/ottl buildArg tells values apart: the first item one of nil, int,
+# float, path, converter, math, lambda, bytes, string, bool, enum, map, list or function (a
+# function's name alone); a list's further items are its elements' first items.
+ArgumentKind = tuple[str, ...]
+
+
 @dataclass
 class Reading:
     """What a statement or condition that parses uses: its function calls as (kind, name), kind
@@ -67,13 +73,16 @@ class Reading:
     is a lambda's parameter are left out: they are local); the offsets of its lambdas; the
     arguments that are a string literal alone, as (function, position or name, the literal as
     written, quotes and escapes included); each call's arguments, as (function, the name of
-    each argument in order, empty for a positional one); and the enum symbols used as values."""
+    each argument in order, empty for a positional one, and the kind of each, see
+    :data:`ArgumentKind`); and the enum symbols used as values."""
 
     calls: list[tuple[str, str]] = field(default_factory=list)
     paths: list[tuple[str, ...]] = field(default_factory=list)
     lambdas: list[int] = field(default_factory=list)
     literals: list[tuple[str, int | str, str]] = field(default_factory=list)
-    arguments: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    arguments: list[tuple[str, tuple[str, ...], tuple[ArgumentKind, ...]]] = field(
+        default_factory=list
+    )
     enums: list[str] = field(default_factory=list)
 
 
@@ -153,6 +162,7 @@ class _Parser:
         self.errors: list[str] = []
         self.locals: list[frozenset[str]] = []
         self.furthest = 0
+        self.kind: ArgumentKind = ()  # the kind of the value read last
 
     # -- entry points -------------------------------------------------------------------------
 
@@ -253,10 +263,11 @@ class _Parser:
         mark = self._mark()
         name = self._name(first)
         names: list[str] = []
-        if name is None or not self._arguments(name, names):
+        kinds: list[ArgumentKind] = []
+        if name is None or not self._arguments(name, names, kinds):
             return self._reset(mark)
         self.reading.calls.insert(mark[1], (kind, name))
-        self.reading.arguments.insert(mark[6], (name, tuple(names)))
+        self.reading.arguments.insert(mark[6], (name, tuple(names), tuple(kinds)))
         keys = 0
         while self._attempt(self._key):
             keys += 1
@@ -272,17 +283,18 @@ class _Parser:
     def _converter(self) -> bool:
         return self._call("converter", "Uppercase")
 
-    def _arguments(self, function: str, names: list[str]) -> bool:
+    def _arguments(self, function: str, names: list[str], kinds: list[ArgumentKind]) -> bool:
         if not self._take("LParen"):
             return False
-        if self._attempt(lambda: self._argument(function, names)):
+        if self._attempt(lambda: self._argument(function, names, kinds)):
             while self._take("Punct", ","):
-                if not self._argument(function, names):
+                if not self._argument(function, names, kinds):
                     return False
         return bool(self._take("RParen"))
 
-    def _argument(self, function: str, names: list[str]) -> bool:
-        """One argument, its name (or "") appended to ``names`` when it parses."""
+    def _argument(self, function: str, names: list[str], kinds: list[ArgumentKind]) -> bool:
+        """One argument, its name (or "") appended to ``names`` and its kind to ``kinds`` when
+        it parses."""
         position = len(names)
         mark = self._mark()
         key: int | str = position
@@ -296,31 +308,41 @@ class _Parser:
         )
         if alone:
             self.reading.literals.append((function, key, self.tokens[self.i].text))
-        if self._attempt(self._value) or self._name("Uppercase") is not None:
+        if self._attempt(self._value) or (
+            self._name("Uppercase") is not None and self._is("function")
+        ):
             names.append(key if isinstance(key, str) else "")
+            kinds.append(self.kind)
             return True
         return False
 
     # -- values -------------------------------------------------------------------------------
 
+    def _is(self, *kind: str) -> bool:
+        self.kind = kind
+        return True
+
     def _value(self) -> bool:
+        """A value, in the grammar's order of alternatives; ``self.kind`` says which it was."""
         if self._take("Nil"):
-            return True
+            return self._is("nil")
         mark = self._mark()
         if self._math_literal() and not (self._peek("OpAddSub") or self._peek("OpMultDiv")):
             return True
         self._reset(mark)
-        for rule in (self._lambda, self._math_expression):
+        for rule, kind in ((self._lambda, "lambda"), (self._math_expression, "math")):
             if self._attempt(rule):
-                return True
-        for kind in ("Bytes", "String", "Boolean"):
-            if self._take(kind):
-                return True
+                return self._is(kind)
+        for token in ("Bytes", "String", "Boolean"):
+            if self._take(token):
+                return self._is("bool" if token == "Boolean" else token.lower())
         if self._peek("Uppercase") and not self._peek("Lowercase", ahead=1):
             self.reading.enums.append(self.tokens[self.i].text)
             self.i += 1
-            return True
-        return self._attempt(self._map) or self._attempt(self._list)
+            return self._is("enum")
+        if self._attempt(self._map):
+            return self._is("map")
+        return self._attempt(self._list)
 
     def _math_literal(self) -> bool:
         mark = self._mark()
@@ -329,12 +351,13 @@ class _Parser:
                 "converter names must start with an uppercase letter but got "
                 f"'{self.reading.calls[mark[1]][1]}'"
             )
-            return True
+            return self._is("converter")
         if self._attempt(self._converter):
-            return True
-        if self._take("Float") or self._take("Int"):
-            return True
-        return self._attempt(self._path)
+            return self._is("converter")
+        for token in ("Float", "Int"):
+            if self._take(token):
+                return self._is(token.lower())
+        return self._attempt(self._path) and self._is("path")
 
     def _path(self) -> bool:
         segments = []
@@ -375,11 +398,14 @@ class _Parser:
     def _list(self) -> bool:
         if not self._take("Punct", "["):
             return False
+        elements = []
         if self._attempt(self._value):
+            elements.append(self.kind[0])
             while self._take("Punct", ","):
                 if not self._value():
                     return False
-        return bool(self._take("Punct", "]"))
+                elements.append(self.kind[0])
+        return bool(self._take("Punct", "]")) and self._is("list", *elements)
 
     def _map(self) -> bool:
         if not self._take("LBrace"):

@@ -9,8 +9,9 @@ rule reads them (``ottl.py``) and looks names up in the facts generated from the
 
 It may accept what the collector refuses, never the reverse: a statement whose context is inferred
 may call any function, read any path and use any enum symbol of any context of its signal;
-argument types are left to the collector (``check --collector`` runs it). A call's arguments are
-counted and named against the function's arguments struct, as ``pkg/ottl`` ``buildArgs`` does.
+the values a function checks when it is created (a time zone) are left to the collector (``check
+--collector`` runs it). A call's arguments are counted, named and typed against the function's
+arguments struct, as ``pkg/ottl`` ``buildArgs`` and ``buildArg`` do.
 The literal patterns of the functions that compile one when the statement is parsed are read as
 Go reads them (``go_regexp.py``). A line without facts (an override's own schema) is not judged.
 """
@@ -26,7 +27,14 @@ from typing import Any
 from .._common.errors import TemplateError, Violation, dotted
 from .._common.resources import load_schema
 from .go_regexp import go_regexp_error
-from .ottl import OttlSyntaxError, Reading, read_condition, read_statement, string_value
+from .ottl import (
+    ArgumentKind,
+    OttlSyntaxError,
+    Reading,
+    read_condition,
+    read_statement,
+    string_value,
+)
 
 # The contexts a statement of each signal may name, lowest last (transformprocessor
 # internal/common/config.go, filterprocessor config.go: the parser collections per signal); the
@@ -206,8 +214,8 @@ class _Judge:
                     f"OTTL {mode} calls '{name}', which is not an OTTL {call_kind} of the "
                     f"{self.kind} processor in the {where} context at {self.release}; {hint}"
                 )
-        for function, names in reading.arguments:
-            refusal = self._arguments_refusal(function, names)
+        for function, names, kinds in reading.arguments:
+            refusal = self._arguments_refusal(function, names, kinds)
             if refusal:
                 yield f"OTTL {mode} calls {function} {refusal} (the collector refuses it at start-up)"
         for function, key, literal in reading.literals:
@@ -230,11 +238,14 @@ class _Judge:
                     'and quote a map key (attributes["key"])'
                 )
 
-    def _arguments_refusal(self, function: str, names: tuple[str, ...]) -> str | None:
+    def _arguments_refusal(
+        self, function: str, names: tuple[str, ...], kinds: tuple[ArgumentKind, ...]
+    ) -> str | None:
         """What pkg/ottl buildArgs says of a call's arguments, or None: it counts them against
         the arguments struct's fields (the non-Optional ones required), looks a named one up as
-        its field (strcase.ToCamel), and wants no positional one after a named one. A function
-        whose factory takes no struct ignores its arguments; one not in the facts is not judged."""
+        its field (strcase.ToCamel), wants no positional one after a named one, and gives each
+        to buildArg for its field's type (:func:`_type_refusal`). A function whose factory
+        takes no struct ignores its arguments; one not in the facts is not judged."""
         signatures = self.signatures.get(function)
         if not signatures or None in signatures:
             return None
@@ -253,11 +264,23 @@ class _Judge:
                 )
                 continue
             unknown = [name for name in named if _camel(name) not in fields]
-            if not unknown:
+            if unknown:
+                refusals.append(
+                    f"with the argument name '{unknown[0]}', and its parameters are {params}"
+                )
+                continue
+            types = signature.get("types") or [""] * len(fields)
+            for position, (name, kind) in enumerate(zip(names, kinds, strict=True)):
+                index = fields.index(_camel(name)) if name else position
+                refusal = _type_refusal(types[index], kind)
+                if refusal:
+                    refusals.append(
+                        f"with {_snake(fields[index])} (argument {position + 1}) not of its "
+                        f"type: it {refusal}"
+                    )
+                    break
+            else:
                 return None
-            refusals.append(
-                f"with the argument name '{unknown[0]}', and its parameters are {params}"
-            )
         return refusals[0]
 
     def _enum_refusals(self, enums: list[str], mode: str, usable: list[str]) -> Iterator[str]:
@@ -302,6 +325,40 @@ class _Judge:
         if first in parsers and len(segments) > 1:
             return segments[1] in parsers[first] or (segments[1] == "cache" and first == context)
         return False
+
+
+# pkg/ottl functions.go buildArg: a field of one of these types takes only this kind of value.
+_LITERAL_TYPES = {
+    "string": ("string", "must be a string"),
+    "float64": ("float", "must be a float (1.0, not 1: a number without a point is an int)"),
+    "int64": ("int", "must be an int (a negative number is an expression there)"),
+    "bool": ("bool", "must be a bool"),
+}
+
+
+def _type_refusal(go_type: str, kind: ArgumentKind) -> str | None:
+    """What buildArg and buildSliceArg say of a value for a field of ``go_type``, or None. A
+    literal type wants its literal; a Setter (GetSetter, PMapGetSetter...) a path; a slice a list,
+    whose elements of a literal type each want theirs; a function argument an enum-like name.
+    Getters take any value (their type is judged when the statement runs); an unknown type is
+    not judged."""
+    if go_type in _LITERAL_TYPES:
+        wanted, message = _LITERAL_TYPES[go_type]
+        return None if kind[0] == wanted else message
+    if go_type.endswith("Setter") and not go_type.startswith("[]"):
+        return None if kind[0] == "path" else "must be a path (a converter's result is not one)"
+    if go_type == "FunctionGetter":
+        return None if kind[0] in ("enum", "function") else "must name a function (SHA256)"
+    if go_type == "[]uint8" or go_type == "[]byte":
+        return None if kind[0] == "bytes" else "must be a byte slice literal (0x...)"
+    if go_type.startswith("[]"):
+        if kind[0] != "list":
+            return f"must be a list of {go_type[2:]} ([...])"
+        element = _LITERAL_TYPES.get(go_type[2:])
+        for index, found in enumerate(kind[1:]):
+            if element and found != element[0]:
+                return f"has at list index {index} an element that {element[1]}"
+    return None
 
 
 def _camel(name: str) -> str:
