@@ -14,9 +14,15 @@ import re
 import pytest
 from support import helpers
 
-from nemo_gym.orchestration.executors.otel import CollectorConfigError, validate_collector_config
+from nemo_gym.orchestration.executors.otel import (
+    CollectorConfigError,
+    CollectorConfigWarning,
+    validate_collector_config,
+)
 from nemo_gym.orchestration.executors.otel._checks.ottl import (
+    MAX_NESTING,
     OttlSyntaxError,
+    OttlTooDeep,
     read_condition,
     read_statement,
     tokens,
@@ -200,6 +206,29 @@ REFUSED += [
         r"calls replace_pattern with function \(argument 4\) not of its type: it must name a",
     ),
 ]
+
+
+def test_text_nested_past_the_bound_is_left_to_the_collector_with_a_warning() -> None:
+    """Each level of nesting costs the reader Python frames; past MAX_NESTING it reads nothing
+    (no RecursionError, whoever calls) and says so, and up to it it judges as ever."""
+    at_bound = "(" * MAX_NESTING + "nmae == 1" + ")" * MAX_NESTING
+    with pytest.raises(CollectorConfigError, match="reads 'nmae', which is not a path"):
+        _validate("filter", f"traces:\n  span:\n    - '{at_bound}'")
+    for depth in (MAX_NESTING + 1, 1000, 50_000):
+        deep = "(" * depth + "nmae == 1" + ")" * depth
+        with pytest.warns(CollectorConfigWarning) as caught:
+            _validate("filter", f"traces:\n  span:\n    - '{deep}'")
+        [message] = [str(w.message) for w in caught if "OTTL" in str(w.message)]
+        assert message == (
+            f"processors.filter/x.traces.span[0]: OTTL condition nests {depth} levels deep, "
+            f"and the package reads {MAX_NESTING}; it is left to the collector: run `check` "
+            "or `validate` with --collector, or nest it less"
+        )
+    # A lambda's body may be a lambda, nesting without brackets: each arrow counts, here on top
+    # of the three levels of parentheses.
+    lambdas = "set(name, F(" + "(x) => " * MAX_NESTING + "1))"
+    with pytest.raises(OttlTooDeep, match=f"nests {MAX_NESTING + 3} levels deep"):
+        read_statement(lambdas)
 
 
 def test_each_argument_is_read_with_its_kind() -> None:

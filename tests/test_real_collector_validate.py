@@ -1302,6 +1302,21 @@ AGREEMENT_CASES.update(
     }
 )
 
+# Nesting: Go's parser recurses on a stack that grows, so the collector reads a condition in a
+# thousand parentheses; the package reads 32 levels and leaves deeper text to it (a warning).
+AGREEMENT_CASES.update(
+    {
+        "ottl-nested-a-thousand-deep": (
+            _span_statement('set(name, "x") where ' + "(" * 1000 + "true" + ")" * 1000),
+            True,
+        ),
+        "ottl-nested-at-the-bound-with-an-unknown-path": (
+            _span_statement('set(name, "x") where ' + "(" * 32 + "nmae == 1" + ")" * 32),
+            False,
+        ),
+    }
+)
+
 
 @pytest.mark.parametrize("line", LINES)
 def test_package_and_collector_agree_on_hand_written_configs(

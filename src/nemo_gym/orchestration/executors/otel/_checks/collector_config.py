@@ -23,7 +23,7 @@ from .._templating.catalogue import Line, search_path, template_set
 from .attributes_rules import attributes_violations
 from .component_rules import component_violations
 from .graph import graph_violations, scan_config, unused_components
-from .ottl_rules import ottl_violations
+from .ottl_rules import ottl_findings
 from .regexp_rules import regexp_violations
 from .secrets import credential_references
 from .tenant import TenantPolicy, telemetry_warnings, tenant_violations
@@ -190,12 +190,14 @@ def _findings(
         [p[0], back.get((p[0], p[1]), p[1]), *p[2:]] if len(p) > 1 else p for p in scan.token_sites
     ]
     graph = graph_violations(canonical, line.names, component_signals(line.schema))
-    graph += ottl_violations(canonical, line.schema) + attributes_violations(canonical)
+    ottl, unread = ottl_findings(canonical, line.schema)
+    graph += ottl + attributes_violations(canonical)
     graph += component_violations(canonical, line.names) + regexp_violations(canonical)
     tenant = tenant_violations(canonical, sites, policy, line.names["otlp_http"]) if policy else []
     found = [
         *unused_components(config),
         *(telemetry_warnings(config) if policy else ()),
+        *(_as_written(v, renamed) for v in unread),
     ]
     shape = sorted({*scan.expansions, *(_as_written(v, renamed) for v in graph)}, key=_path)
     return shape, [_as_written(v, renamed) for v in tenant], found

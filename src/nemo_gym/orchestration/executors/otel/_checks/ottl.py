@@ -12,12 +12,20 @@ Only what the grammar itself refuses is an error here (``OttlSyntaxError``), wit
 checks upstream runs right after parsing (``grammarCustomErrorsVisitor``: an editor used as a
 value, a converter as the statement, an indexed editor). Which functions and paths exist is the
 caller's to judge, from :class:`Reading`.
+
+The reader recurses once per level of nesting and Python's stack is bounded, where Go's grows:
+the collector reads a condition in a thousand parentheses, and so must the package, or say that
+it did not. Text nested deeper than :data:`MAX_NESTING` is not read (``OttlTooDeep``), before
+any recursion.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 # pkg/ottl/grammar.go buildLexer, in its order: the first rule that matches wins (not the longest).
 _RULES = (
@@ -46,11 +54,30 @@ _RULES = (
     ("whitespace", r"\s+"),
     ("Underscore", r"\b(_)\b"),
 )
-_COMPILED = tuple((kind, re.compile(pattern, re.ASCII)) for kind, pattern in _RULES)
+# Participle matches each rule against the rest of the text, whose start is a word boundary
+# before a word character, as every rule starting with \b has. Matched in place instead (slicing
+# the rest for each token made the lexer quadratic), a leading \b would look at the character
+# before, so it is dropped.
+_COMPILED = tuple(
+    (kind, re.compile(pattern.removeprefix(r"\b"), re.ASCII)) for kind, pattern in _RULES
+)
 
 
 class OttlSyntaxError(ValueError):
     """The collector's parser refuses the text; the message says where."""
+
+
+class OttlTooDeep(ValueError):
+    """The text nests deeper than the reader follows; the collector, whose parser has no such
+    bound, judges it."""
+
+
+# Levels of brackets, parentheses and braces, plus lambda arrows (each a level, nested or not),
+# that the reader follows. A level costs up to 13 Python frames (indexes in indexes), so 32
+# stay far inside the default recursion limit whoever calls; written OTTL nests a few levels.
+MAX_NESTING = 32
+_OPENING = frozenset("([{")
+_CLOSING = frozenset(")]}")
 
 
 @dataclass(frozen=True)
@@ -92,16 +119,16 @@ def tokens(text: str) -> list[Token]:
     found = []
     offset = 0
     while offset < len(text):
-        rest = text[offset:]
         for kind, pattern in _COMPILED:
-            match = pattern.match(rest)
-            if match and match.end():
+            match = pattern.match(text, offset)
+            if match and match.end() > offset:
                 if kind != "whitespace":
                     found.append(Token(kind, match[0], offset))
-                offset += match.end()
+                offset = match.end()
                 break
         else:
-            raise OttlSyntaxError(f"invalid input text {rest[:10]!r} at offset {offset}")
+            rest = text[offset : offset + 10]
+            raise OttlSyntaxError(f"invalid input text {rest!r} at offset {offset}")
     return found
 
 
@@ -153,16 +180,69 @@ def string_value(literal: str) -> str | None:
     return "".join(value)
 
 
+# What a memoized rule did at a position: where it ended, what it appended to each record
+# (:meth:`_Parser._records`) and the kind of value it read; None where it failed.
+_Outcome = tuple[int, tuple[list[Any], ...], ArgumentKind]
+_Rule = TypeVar("_Rule", bound=Callable[..., bool])
+
+
+def _memoized(rule: _Rule) -> _Rule:
+    """A rule that reads each position once (packrat parsing). Ordered choice tries a value as a
+    literal, then as an expression, and a key's contents as both: without the memo, text nested
+    twenty levels and failing at the bottom was read 2**20 times (24 s for 200 characters).
+    Whether a rule matches depends on the position only; what it records also on the lambda
+    parameters in scope, so they are part of the key."""
+
+    @functools.wraps(rule)
+    def read(self: _Parser, *args: Any) -> bool:
+        key = (rule.__name__, args, self.i, tuple(self.locals))
+        if key in self.memo:
+            outcome = self.memo[key]
+            if outcome is None:
+                return False
+            self.i, appended, self.kind = outcome
+            for records, items in zip(self._records(), appended, strict=True):
+                records.extend(items)
+            return True
+        mark = self._mark()
+        if not rule(self, *args):
+            self.memo[key] = None
+            return self._reset(mark)
+        appended = tuple(
+            records[length:] for records, length in zip(self._records(), mark[1:], strict=True)
+        )
+        self.memo[key] = (self.i, appended, self.kind)
+        return True
+
+    return read  # type: ignore[return-value]
+
+
+def nesting(found: list[Token]) -> int:
+    """How deep the reader would recurse on these tokens, in levels (:data:`MAX_NESTING`)."""
+    depth = deepest = 0
+    for token in found:
+        if token.text in _OPENING:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token.text in _CLOSING:
+            depth -= 1
+    return deepest + sum(1 for token in found if token.kind == "LambdaArrow")
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
         self.tokens = tokens(text)
+        depth = nesting(self.tokens)
+        if depth > MAX_NESTING:
+            raise OttlTooDeep(f"nests {depth} levels deep, and the package reads {MAX_NESTING}")
         self.i = 0
         self.reading = Reading()
         self.errors: list[str] = []
         self.locals: list[frozenset[str]] = []
         self.furthest = 0
         self.kind: ArgumentKind = ()  # the kind of the value read last
+        self.memo: dict[tuple[Any, ...], _Outcome | None] = {}
 
     # -- entry points -------------------------------------------------------------------------
 
@@ -219,28 +299,26 @@ class _Parser:
         self.furthest = max(self.furthest, self.i)
         return None
 
-    def _mark(self) -> tuple[int, ...]:
+    def _records(self) -> tuple[list[Any], ...]:
+        """What a rule appends to as it reads, in the order of :meth:`_mark`'s lengths."""
         reading = self.reading
         return (
-            self.i,
-            len(reading.calls),
-            len(reading.paths),
-            len(self.errors),
-            len(reading.lambdas),
-            len(reading.literals),
-            len(reading.arguments),
-            len(reading.enums),
+            reading.calls,
+            reading.paths,
+            self.errors,
+            reading.lambdas,
+            reading.literals,
+            reading.arguments,
+            reading.enums,
         )
+
+    def _mark(self) -> tuple[int, ...]:
+        return (self.i, *(len(records) for records in self._records()))
 
     def _reset(self, mark: tuple[int, ...]) -> bool:
         self.i = mark[0]
-        del self.reading.calls[mark[1] :]
-        del self.reading.paths[mark[2] :]
-        del self.errors[mark[3] :]
-        del self.reading.lambdas[mark[4] :]
-        del self.reading.literals[mark[5] :]
-        del self.reading.arguments[mark[6] :]
-        del self.reading.enums[mark[7] :]
+        for records, length in zip(self._records(), mark[1:], strict=True):
+            del records[length:]
         return False
 
     def _attempt(self, rule) -> bool:  # type: ignore[no-untyped-def]
@@ -259,6 +337,7 @@ class _Parser:
 
     # -- functions ----------------------------------------------------------------------------
 
+    @_memoized
     def _call(self, kind: str, first: str) -> bool:
         mark = self._mark()
         name = self._name(first)
@@ -322,6 +401,7 @@ class _Parser:
         self.kind = kind
         return True
 
+    @_memoized
     def _value(self) -> bool:
         """A value, in the grammar's order of alternatives; ``self.kind`` says which it was."""
         if self._take("Nil"):
@@ -344,6 +424,7 @@ class _Parser:
             return self._is("map")
         return self._attempt(self._list)
 
+    @_memoized
     def _math_literal(self) -> bool:
         mark = self._mark()
         if self._editor():
@@ -466,6 +547,7 @@ class _Parser:
                 break
         return True
 
+    @_memoized
     def _math_expression(self) -> bool:
         return self._chain(self._add_sub_term, "OpAddSub")
 

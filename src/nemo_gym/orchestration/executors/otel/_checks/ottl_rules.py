@@ -30,6 +30,7 @@ from .go_regexp import go_regexp_error
 from .ottl import (
     ArgumentKind,
     OttlSyntaxError,
+    OttlTooDeep,
     Reading,
     read_condition,
     read_statement,
@@ -83,14 +84,17 @@ def ottl_facts(schema_name: str) -> Mapping[str, Any] | None:
         return None
 
 
-def ottl_violations(config: Mapping[str, Any], schema_name: str) -> list[Violation]:
+def ottl_findings(
+    config: Mapping[str, Any], schema_name: str
+) -> tuple[list[Violation], list[Violation]]:
     """Every OTTL string of the config's transform and filter processors that the line's
-    collector would refuse, each named by its YAML path."""
+    collector would refuse, and every one the package could not read (a warning: the collector
+    judges it), each named by its YAML path."""
     facts = ottl_facts(schema_name)
     processors = config.get("processors")
     if facts is None or not isinstance(processors, Mapping):
-        return []
-    found = []
+        return [], []
+    refused, unread = [], []
     for component_id, body in processors.items():
         kind = str(component_id).split("/", 1)[0]
         if kind not in ("transform", "filter") or not isinstance(body, Mapping):
@@ -98,9 +102,17 @@ def ottl_violations(config: Mapping[str, Any], schema_name: str) -> list[Violati
         for path, text, mode, contexts in _strings(kind, body):
             where = dotted(["processors", component_id, *path])
             judged = _messages if len(text) <= _CACHED_TEXT else _messages.__wrapped__
-            messages = judged(schema_name, kind, text, mode, tuple(contexts))
-            found.extend(Violation(where, message) for message in messages)
-    return found
+            messages, deep = judged(schema_name, kind, text, mode, tuple(contexts))
+            refused.extend(Violation(where, message) for message in messages)
+            if deep:
+                unread.append(
+                    Violation(
+                        where,
+                        f"OTTL {mode} {deep}; it is left to the collector: run `check` or "
+                        "`validate` with --collector, or nest it less",
+                    )
+                )
+    return refused, unread
 
 
 # Statements longer than this are judged afresh each time, so a hostile config cannot make the
@@ -111,13 +123,17 @@ _CACHED_TEXT = 2000
 @functools.lru_cache(maxsize=4096)
 def _messages(
     schema_name: str, kind: str, text: str, mode: str, contexts: tuple[str, ...]
-) -> tuple[str, ...]:
-    """What is wrong with one OTTL string, judged once per process: every rendering carries the
-    same statements, and reading them again cost the 500-job write a third of its time (2.7 s
-    against 1.8 s, measured side by side with ``python -m benchmarks --only write``)."""
+) -> tuple[tuple[str, ...], str]:
+    """What is wrong with one OTTL string, and why it was not read ("" when it was), judged once
+    per process: every rendering carries the same statements, and reading them again cost the
+    500-job write a third of its time (2.7 s against 1.8 s, measured side by side with
+    ``python -m benchmarks --only write``)."""
     facts = ottl_facts(schema_name)
-    assert facts is not None  # ottl_violations asks only for lines that have facts
-    return tuple(_Judge(facts, kind).messages(text, mode, contexts))
+    assert facts is not None  # ottl_findings asks only for lines that have facts
+    try:
+        return tuple(_Judge(facts, kind).messages(text, mode, contexts)), ""
+    except OttlTooDeep as exc:
+        return (), str(exc)
 
 
 def _strings(kind: str, body: Mapping[str, Any]) -> Iterator[tuple[list[Any], str, str, Any]]:
