@@ -9,7 +9,11 @@ corpus, tests/test_upstream_corpus.py, puts every valid upstream config before b
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 from support import helpers
@@ -27,6 +31,7 @@ from nemo_gym.orchestration.executors.otel._checks.ottl import (
     read_statement,
     tokens,
 )
+from nemo_gym.orchestration.executors.otel._checks.ottl_rules import _Judge, ottl_facts
 
 
 def _validate(kind: str, body: str, signal: str = "traces", version: str = "0.161.0") -> None:
@@ -229,6 +234,60 @@ def test_text_nested_past_the_bound_is_left_to_the_collector_with_a_warning() ->
     lambdas = "set(name, F(" + "(x) => " * MAX_NESTING + "1))"
     with pytest.raises(OttlTooDeep, match=f"nests {MAX_NESTING + 3} levels deep"):
         read_statement(lambdas)
+
+
+def _upstream_e2e_strings(release: str) -> list[tuple[str, str]]:
+    """(mode, text) of every statement and condition ``pkg/ottl``'s own end-to-end tests run
+    at ``release`` (``e2e/e2e_test.go`` in the Go module cache, which ``tools/build-otelcol``
+    fills), but those of the test of bare value expressions, which are neither."""
+    go = shutil.which("go")
+    if go is None:
+        message = "go is not on PATH: the test reads pkg/ottl's tests in the Go module cache"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    cache = subprocess.run([go, "env", "GOMODCACHE"], capture_output=True, text=True, check=True)
+    source = (
+        Path(cache.stdout.strip())
+        / "github.com/open-telemetry/opentelemetry-collector-contrib/pkg"
+        / f"ottl@{release}/e2e/e2e_test.go"
+    )
+    if not source.is_file():
+        message = f"{source} is missing: run tools/build-otelcol to fill the Go module cache"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    tests = source.read_text(encoding="utf-8").split("\nfunc ")
+    found = []
+    for test in tests:
+        if test.startswith("Test_e2e_ottl_value_expressions("):
+            continue
+        for mode, literal in re.findall(
+            r'(statement|condition):\s*(`[^`]*`|"(?:\\.|[^"\\])*")', test
+        ):
+            text = literal[1:-1] if literal[0] == "`" else json.loads(literal)
+            found.append((mode, text))
+    return found
+
+
+@pytest.mark.parametrize("line", ["current", "legacy"])
+def test_upstream_s_own_e2e_statements_are_read_and_their_calls_accepted(line: str) -> None:
+    """Data nobody here wrote: every statement and condition of pkg/ottl's end-to-end tests at
+    the line's release parses, and no call in it is refused for its arguments' count, names or
+    kinds (the tests run them through the real parser with the standard functions)."""
+    facts = ottl_facts(f"collector-{line}.schema.json")
+    assert facts is not None
+    strings = _upstream_e2e_strings(facts["release"])
+    assert len(strings) > 200  # 288 at v0.161.0, 219 at v0.141.0
+    judge = _Judge(facts, "transform")
+    refused = []
+    for mode, text in strings:
+        reading = read_statement(text) if mode == "statement" else read_condition(text)
+        for function, names, kinds in reading.arguments:
+            refusal = judge._arguments_refusal(function, names, kinds)
+            if refusal:
+                refused.append(f"{text}: {function} {refusal}")
+    assert refused == []
 
 
 def test_each_argument_is_read_with_its_kind() -> None:
