@@ -216,6 +216,57 @@ def test_a_megabyte_collector_config_wrong_everywhere_is_answered_within_bounds(
     assert_within_bounds(result)
 
 
+def _one_processor(body: str, pipeline: str, receiver: str) -> str:
+    """A config of one receiver, the processor ``body`` (or none) and the debug exporter."""
+    processors = f"processors:\n{body}" if body else ""
+    uses = "processors: [filter], " if body else ""
+    return (
+        f"receivers:\n{receiver}{processors}exporters:\n  debug:\n"
+        "service:\n  telemetry:\n    metrics:\n      level: none\n  pipelines:\n"
+        f"    {pipeline}: {{receivers: [{receiver.split(':')[0].strip()}], {uses}"
+        "exporters: [debug]}\n"
+    )
+
+
+def test_a_megabyte_ottl_condition_is_judged_within_bounds(tmp_path: Path) -> None:
+    """One filter condition of a megabyte, 30,000 calls joined by ``and``, the last misspelt:
+    named, within bounds (the lexer copied the rest of the text for each token: 13 s)."""
+    calls = ['IsMatch(attributes["k"], "x")'] * 29_999 + ['IsMatchh(attributes["k"], "x")']
+    body = f"  filter:\n    traces:\n      span:\n        - '{' and '.join(calls)}'\n"
+    receiver = '  otlp:\n    protocols:\n      grpc:\n        endpoint: "localhost:4317"\n'
+    path = tmp_path / "ottl.yaml"
+    path.write_text(_one_processor(body, "traces", receiver), encoding="utf-8")
+    assert path.stat().st_size >= 1_000_000
+    result = run_bounded([helpers.CLI, "validate", path], cwd=tmp_path, env=helpers.cli_env())
+    assert result.returncode == 1
+    (line,) = helpers.error_lines(result.stderr)
+    assert line.startswith("processors.filter.traces.span[0]: OTTL condition calls 'IsMatchh'")
+    assert line.endswith("did you mean 'IsMatch'?")
+    assert_within_bounds(result)
+
+
+def test_a_regular_expression_of_900_kb_is_judged_within_bounds(tmp_path: Path) -> None:
+    """A relabel regex of 180,000 classes, the last a range backwards: Go's refusal, within
+    bounds (the reader copied the rest of the pattern at each step: 37 s)."""
+    pattern = "[a-z]" * 180_000 + "[z-a]"
+    receiver = (
+        "  prometheus:\n    config:\n      scrape_configs:\n        - job_name: a\n"
+        '          static_configs:\n            - targets: ["localhost:8000"]\n'
+        "          relabel_configs:\n            - source_labels: [__address__]\n"
+        f'              regex: "{pattern}"\n              action: keep\n'
+    )
+    path = tmp_path / "regex.yaml"
+    path.write_text(_one_processor("", "metrics", receiver), encoding="utf-8")
+    assert path.stat().st_size >= 900_000
+    result = run_bounded([helpers.CLI, "validate", path], cwd=tmp_path, env=helpers.cli_env())
+    assert result.returncode == 1
+    (line,) = helpers.error_lines(result.stderr)
+    prefix = "receivers.prometheus.config.scrape_configs[0].relabel_configs[0].regex: "
+    assert line.startswith(prefix)
+    assert "invalid character class range: `z-a`" in line
+    assert_within_bounds(result)
+
+
 def _golden_document() -> dict[str, Any]:
     golden = helpers.REPO / "tests/golden/example/current/otlp_http+file.yaml"
     return yaml.safe_load(golden.read_text("utf-8"))

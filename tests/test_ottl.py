@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -23,6 +24,7 @@ from nemo_gym.orchestration.executors.otel import (
     CollectorConfigWarning,
     validate_collector_config,
 )
+from nemo_gym.orchestration.executors.otel._checks import ottl as ottl_reader
 from nemo_gym.orchestration.executors.otel._checks.ottl import (
     MAX_NESTING,
     OttlSyntaxError,
@@ -397,6 +399,44 @@ def test_the_lexer_takes_the_first_rule_that_matches() -> None:
     assert read_statement('delete_key(resource.attributes, "k")').paths == [
         ("resource", "attributes")
     ]
+
+
+def _participle_tokens(text: str) -> list[tuple[str, str, int]] | int:
+    """Participle's simple lexer as written: each rule in order against the rest of the text
+    (sliced, so a leading \\b sees a boundary), the first that matches wins; the offset where
+    none does."""
+    rules = [(kind, re.compile(pattern, re.ASCII)) for kind, pattern in ottl_reader._RULES]
+    found, offset = [], 0
+    while offset < len(text):
+        rest = text[offset:]
+        for kind, pattern in rules:
+            match = pattern.match(rest)
+            if match and match.end():
+                if kind != "whitespace":
+                    found.append((kind, match[0], offset))
+                offset += match.end()
+                break
+        else:
+            return offset
+    return found
+
+
+def test_the_lexer_tokenises_as_participle_does() -> None:
+    """The lexer matches one alternation in place (linear); participle tries each rule on the
+    rest of the text. Same tokens on 20,000 strings of the pieces where they could differ
+    (keywords after a letter, \\b, numbers, strings, operators)."""
+    pieces = [*'aAnN_x019 ."\\()[]{}:,=<>!+-*/&|\t', "nil", "not", "or", "and", "true", "0x1f"]
+    pieces += ["1.5e3", "false", "=>", "=="]
+    chooser = random.Random(20261206)
+    for _ in range(20_000):
+        text = "".join(chooser.choice(pieces) for _ in range(chooser.randint(1, 16)))
+        try:
+            ours: list[tuple[str, str, int]] | int = [
+                (t.kind, t.text, t.offset) for t in tokens(text)
+            ]
+        except OttlSyntaxError as exc:
+            ours = int(str(exc).rsplit(" ", 1)[1])
+        assert ours == _participle_tokens(text), text
 
 
 def test_the_facts_name_the_standard_functions_of_each_line() -> None:

@@ -48,8 +48,47 @@ _C_ESCAPES = frozenset("afnrtv")
 class GoRegexpError(ValueError):
     """Go's ``regexp.Compile`` refuses the pattern; the message is Go's own."""
 
-    def __init__(self, code: str, expr: str) -> None:
+    def __init__(self, code: str, expr: str | _Text) -> None:
         super().__init__(f"error parsing regexp: {code}: `{expr}`")
+
+
+class _Text:
+    """The rest of a pattern from ``start``, as parse.go passes its string slices around. A
+    slice of a Go string is free; a Python one copies, which made a 500 KB pattern cost seconds
+    (quadratic). So ``t.rest(n)`` is another view of the same text, and only a bounded slice
+    (``t[:n]``), an error's text or ``str(t)`` copies."""
+
+    __slots__ = ("start", "text")
+
+    def __init__(self, text: str, start: int = 0) -> None:
+        self.text = text
+        self.start = min(start, len(text))
+
+    def __len__(self) -> int:
+        return len(self.text) - self.start
+
+    def __str__(self) -> str:
+        return self.text[self.start :]
+
+    def __getitem__(self, key: int | slice) -> str:
+        """A character, or a bounded slice (``t[:n]``, ``t[a:b]``) as a string."""
+        if isinstance(key, int):
+            if not 0 <= key < len(self):
+                raise IndexError(key)
+            return self.text[self.start + key]
+        assert key.stop is not None and key.step is None, "t.rest(n) is the view of t[n:]"
+        return self.text[self.start + (key.start or 0) : self.start + key.stop]
+
+    def rest(self, offset: int) -> _Text:
+        """What Go writes ``t[offset:]``: the text after ``offset`` characters, not copied."""
+        return _Text(self.text, self.start + offset)
+
+    def startswith(self, prefix: str) -> bool:
+        return self.text.startswith(prefix, self.start)
+
+    def find(self, sub: str, offset: int = 0) -> int:
+        found = self.text.find(sub, self.start + offset)
+        return found - self.start if found >= 0 else -1
 
 
 @dataclass
@@ -100,10 +139,10 @@ class _Parser:
         self.unnamed: list[int] = []
 
     def parse(self) -> Captures:
-        t = self.whole
-        last_repeat = ""
+        t = _Text(self.whole)
+        last_repeat: _Text | None = None
         while t:
-            repeat = ""
+            repeat = None
             c = t[0]
             if c == "(":
                 if t.startswith("(?"):
@@ -112,26 +151,26 @@ class _Parser:
                     self.unnamed.append(len(self.whole) - len(t))
                     self.names.append("")
                     self.stack.append(_Node("paren", capture=True))
-                    t = t[1:]
+                    t = t.rest(1)
             elif c == "|":
                 self._bar()
-                t = t[1:]
+                t = t.rest(1)
             elif c == ")":
                 self._right_paren()
-                t = t[1:]
+                t = t.rest(1)
             elif c in "^$.":
                 self.stack.append(_Node("leaf"))
-                t = t[1:]
+                t = t.rest(1)
             elif c == "[":
                 t = self._class(t)
             elif c in "*+?":
-                after = self._repeat("star", 0, 0, t, t[1:], last_repeat)
+                after = self._repeat("star", 0, 0, t, t.rest(1), last_repeat)
                 repeat, t = t, after
             elif c == "{":
                 parsed = _repeat_counts(t)
                 if parsed is None:  # not a repeat: a literal {
                     self.stack.append(_Node("leaf"))
-                    t = t[1:]
+                    t = t.rest(1)
                 else:
                     low, high, after = parsed
                     if low < 0 or low > _MAX_REPEAT or high > _MAX_REPEAT or 0 <= high < low:
@@ -142,7 +181,7 @@ class _Parser:
                 t = self._backslash(t)
             else:
                 self.stack.append(_Node("leaf"))
-                t = t[1:]
+                t = t.rest(1)
             last_repeat = repeat
         self._concat()
         if self._swap_bar():
@@ -203,10 +242,12 @@ class _Parser:
         paren = self.stack.pop()
         self.stack.append(self._built(_Node("capture", subs=[inner])) if paren.capture else inner)
 
-    def _repeat(self, op: str, low: int, high: int, before: str, after: str, last: str) -> str:
+    def _repeat(
+        self, op: str, low: int, high: int, before: _Text, after: _Text, last: _Text | None
+    ) -> _Text:
         if after.startswith("?"):  # non-greedy
-            after = after[1:]
-        if last:
+            after = after.rest(1)
+        if last is not None:
             raise GoRegexpError(
                 "invalid nested repetition operator", last[: len(last) - len(after)]
             )
@@ -222,7 +263,7 @@ class _Parser:
 
     # -- groups and flags (parsePerlFlags) -----------------------------------------------------
 
-    def _perl_flags(self, s: str) -> str:
+    def _perl_flags(self, s: _Text) -> _Text:
         named = (s.startswith("(?P<") and len(s) > 4) or (s.startswith("(?<") and len(s) > 3)
         if named:
             start = 4 if s.startswith("(?P<") else 3
@@ -234,11 +275,11 @@ class _Parser:
                 raise GoRegexpError("invalid named capture", s[: end + 1])
             self.names.append(name)
             self.stack.append(_Node("paren", capture=True))
-            return s[end + 1 :]
-        t = s[2:]  # flags change no verdict here: only their syntax is read
+            return s.rest(end + 1)
+        t = s.rest(2)  # flags change no verdict here: only their syntax is read
         negated = saw_flag = False
         while t:
-            c, t = t[0], t[1:]
+            c, t = t[0], t.rest(1)
             if c in "imsU":
                 saw_flag = True
             elif c == "-" and not negated:
@@ -255,30 +296,30 @@ class _Parser:
 
     # -- escapes and classes ---------------------------------------------------------------
 
-    def _backslash(self, t: str) -> str:
+    def _backslash(self, t: _Text) -> _Text:
         if len(t) >= 2:
             kind = t[1]
             if kind in "AbBz":
                 self.stack.append(_Node("leaf"))
-                return t[2:]
+                return t.rest(2)
             if kind == "C":
                 raise GoRegexpError("invalid escape sequence", t[:2])
             if kind == "Q":
-                literal, _, rest = t[2:].partition("\\E")
-                self.stack.extend(_Node("leaf") for _ in literal)
-                return rest
+                end = t.find("\\E", 2)  # the literal runs to \E or to the end
+                self.stack.extend(_Node("leaf") for _ in range((end if end >= 0 else len(t)) - 2))
+                return t.rest(end + 2 if end >= 0 else len(t))
         rest = _unicode_class(t)
         if rest is None and t[:2] in _PERL_CLASSES:
-            rest = t[2:]
+            rest = t.rest(2)
         if rest is None:
             rest = _escape(t)
         self.stack.append(_Node("leaf"))
         return rest
 
-    def _class(self, s: str) -> str:
-        t = s[1:]
+    def _class(self, s: _Text) -> _Text:
+        t = s.rest(1)
         if t.startswith("^"):
-            t = t[1:]
+            t = t.rest(1)
         first = True
         while not t or t[0] != "]" or first:
             first = False
@@ -288,30 +329,30 @@ class _Parser:
                     name = t[: end + 2]
                     if name not in _POSIX_CLASSES:
                         raise GoRegexpError("invalid character class range", name)
-                    t = t[end + 2 :]
+                    t = t.rest(end + 2)
                     continue
             rest = _unicode_class(t)
             if rest is None and t[:2] in _PERL_CLASSES:
-                rest = t[2:]
+                rest = t.rest(2)
             if rest is not None:
                 t = rest
                 continue
             whole = t
             low, t = _class_char(t, s)
             if len(t) >= 2 and t[0] == "-" and t[1] != "]":
-                high, t = _class_char(t[1:], s)
+                high, t = _class_char(t.rest(1), s)
                 if high < low:
                     raise GoRegexpError(
                         "invalid character class range", whole[: len(whole) - len(t)]
                     )
         self.stack.append(_Node("leaf"))
-        return t[1:]
+        return t.rest(1)
 
 
-def _repeat_counts(s: str) -> tuple[int, int, str] | None:
+def _repeat_counts(s: _Text) -> tuple[int, int, _Text] | None:
     """parse.go parseRepeat: (min, max, rest) of ``{n}``, ``{n,}`` (max -1), ``{n,m}``, min -1
     for a number too big; None when the text is not a repeat (then ``{`` is a literal)."""
-    low_rest = _int(s[1:])
+    low_rest = _int(s.rest(1))
     if low_rest is None:
         return None
     low, t = low_rest
@@ -320,7 +361,7 @@ def _repeat_counts(s: str) -> tuple[int, int, str] | None:
     if t[0] != ",":
         high = low
     else:
-        t = t[1:]
+        t = t.rest(1)
         if not t:
             return None
         if t[0] == "}":
@@ -334,10 +375,10 @@ def _repeat_counts(s: str) -> tuple[int, int, str] | None:
                 low = -1
     if not t or t[0] != "}":
         return None
-    return low, high, t[1:]
+    return low, high, t.rest(1)
 
 
-def _int(s: str) -> tuple[int, str] | None:
+def _int(s: _Text) -> tuple[int, _Text] | None:
     """parse.go parseInt: decimal digits without a leading zero; -1 past nine digits (any count
     past 1000 is refused alike)."""
     if not s or not "0" <= s[0] <= "9" or (len(s) >= 2 and s[0] == "0" and "0" <= s[1] <= "9"):
@@ -345,7 +386,7 @@ def _int(s: str) -> tuple[int, str] | None:
     end = 0
     while end < len(s) and "0" <= s[end] <= "9":
         end += 1
-    return (int(s[:end]) if end <= 9 else -1), s[end:]
+    return (int(s[:end]) if end <= 9 else -1), s.rest(end)
 
 
 def _repeat_is_valid(root: _Node, budget: int) -> bool:
@@ -365,7 +406,7 @@ def _repeat_is_valid(root: _Node, budget: int) -> bool:
     return True
 
 
-def _unicode_class(t: str) -> str | None:
+def _unicode_class(t: _Text) -> _Text | None:
     """The rest after ``\\pX``, ``\\p{Name}`` (``P`` negates, ``^`` too), or None if ``t`` does
     not start with one."""
     if len(t) < 2 or t[0] != "\\" or t[1] not in "pP":
@@ -375,35 +416,35 @@ def _unicode_class(t: str) -> str | None:
     if t[2] != "{":
         if t[2].upper() not in _CATEGORY_LETTERS:
             raise GoRegexpError("invalid character class range", t[:3])
-        return t[3:]
+        return t.rest(3)
     end = t.find("}")
     if end < 0:
         raise GoRegexpError("invalid character class range", t)
     name = t[3:end].removeprefix("^")
     if not name or not all(ch.isascii() and (ch.isalnum() or ch in "_- ") for ch in name):
         raise GoRegexpError("invalid character class range", t[: end + 1])
-    return t[end + 1 :]
+    return t.rest(end + 1)
 
 
-def _class_char(t: str, whole_class: str) -> tuple[int, str]:
+def _class_char(t: _Text, whole_class: _Text) -> tuple[int, _Text]:
     """parse.go parseClassChar: one character of a class, escaped or not, as a code point."""
     if not t:
         raise GoRegexpError("missing closing ]", whole_class)
     if t[0] == "\\":
         return _escaped_rune(t)
-    return ord(t[0]), t[1:]
+    return ord(t[0]), t.rest(1)
 
 
-def _escape(t: str) -> str:
+def _escape(t: _Text) -> _Text:
     return _escaped_rune(t)[1]
 
 
-def _escaped_rune(s: str) -> tuple[int, str]:
+def _escaped_rune(s: _Text) -> tuple[int, _Text]:
     """parse.go parseEscape: the code point of the escape at the start of ``s``, and the rest."""
-    t = s[1:]
+    t = s.rest(1)
     if not t:
         raise GoRegexpError("trailing backslash at end of expression", "")
-    c, t = t[0], t[1:]
+    c, t = t[0], t.rest(1)
     if c.isascii() and not c.isalnum():
         return ord(c), t
     if (c in "1234567" and t and "0" <= t[0] <= "7") or c == "0":
@@ -411,13 +452,13 @@ def _escaped_rune(s: str) -> tuple[int, str]:
         for _ in range(2):
             if not t or not "0" <= t[0] <= "7":
                 break
-            value, t = value * 8 + int(t[0]), t[1:]
+            value, t = value * 8 + int(t[0]), t.rest(1)
         return value, t
     if c == "x" and t:
         if t[0] == "{":
-            t, value, digits = t[1:], 0, 0
+            t, value, digits = t.rest(1), 0, 0
             while t:  # any number of hex digits up to the largest code point, then }
-                c, t = t[0], t[1:]
+                c, t = t[0], t.rest(1)
                 if c == "}":
                     if digits:
                         return value, t
@@ -428,9 +469,9 @@ def _escaped_rune(s: str) -> tuple[int, str]:
                 if value > 0x10FFFF:
                     break
         elif len(t) >= 2 and _is_hex(t[:2]):
-            return int(t[:2], 16), t[2:]
+            return int(t[:2], 16), t.rest(2)
         else:
-            t = t[2:]
+            t = t.rest(2)
     elif c in _C_ESCAPES:
         return ord({"a": "\a", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}[c]), t
     raise GoRegexpError("invalid escape sequence", s[: len(s) - len(t)])

@@ -54,12 +54,15 @@ _RULES = (
     ("whitespace", r"\s+"),
     ("Underscore", r"\b(_)\b"),
 )
-# Participle matches each rule against the rest of the text, whose start is a word boundary
-# before a word character, as every rule starting with \b has. Matched in place instead (slicing
-# the rest for each token made the lexer quadratic), a leading \b would look at the character
-# before, so it is dropped.
-_COMPILED = tuple(
-    (kind, re.compile(pattern.removeprefix(r"\b"), re.ASCII)) for kind, pattern in _RULES
+# Participle tries the rules in order against the rest of the text, whose start is a word
+# boundary before a word character, as every rule starting with \b has. Here one alternation
+# of named groups, which Python's re also tries in order, matched in place: slicing the rest
+# for each token made the lexer quadratic, and trying each rule in turn slow. In place, a
+# leading \b would look at the character before, so it is dropped. (No rule matches empty.)
+_LEADING_BOUNDARY = r"\b"
+_LEXER = re.compile(
+    "|".join(f"(?P<{kind}>{pattern.removeprefix(_LEADING_BOUNDARY)})" for kind, pattern in _RULES),
+    re.ASCII,
 )
 
 
@@ -73,7 +76,7 @@ class OttlTooDeep(ValueError):
 
 
 # Levels of brackets, parentheses and braces, plus lambda arrows (each a level, nested or not),
-# that the reader follows. A level costs up to 13 Python frames (indexes in indexes), so 32
+# that the reader follows. A level costs up to 15 Python frames (indexes in indexes), so 32
 # stay far inside the default recursion limit whoever calls; written OTTL nests a few levels.
 MAX_NESTING = 32
 _OPENING = frozenset("([{")
@@ -119,16 +122,13 @@ def tokens(text: str) -> list[Token]:
     found = []
     offset = 0
     while offset < len(text):
-        for kind, pattern in _COMPILED:
-            match = pattern.match(text, offset)
-            if match and match.end() > offset:
-                if kind != "whitespace":
-                    found.append(Token(kind, match[0], offset))
-                offset = match.end()
-                break
-        else:
+        match = _LEXER.match(text, offset)
+        if match is None:
             rest = text[offset : offset + 10]
             raise OttlSyntaxError(f"invalid input text {rest!r} at offset {offset}")
+        if match.lastgroup != "whitespace":
+            found.append(Token(str(match.lastgroup), match[0], offset))
+        offset = match.end()
     return found
 
 
@@ -180,16 +180,17 @@ def string_value(literal: str) -> str | None:
     return "".join(value)
 
 
-# What a memoized rule did at a position: where it ended, what it appended to each record
-# (:meth:`_Parser._records`) and the kind of value it read; None where it failed.
-_Outcome = tuple[int, tuple[list[Any], ...], ArgumentKind]
+# What a memoized rule did at a position: where it ended, what it appended to the records it
+# added to (``_Parser.records``, by index; most add to none, and a megabyte of OTTL holds
+# hundreds of thousands of outcomes) and the kind of value it read; None where it failed.
+_Outcome = tuple[int, tuple[tuple[int, list[Any]], ...], ArgumentKind]
 _Rule = TypeVar("_Rule", bound=Callable[..., bool])
 
 
 def _memoized(rule: _Rule) -> _Rule:
     """A rule that reads each position once (packrat parsing). Ordered choice tries a value as a
     literal, then as an expression, and a key's contents as both: without the memo, text nested
-    twenty levels and failing at the bottom was read 2**20 times (24 s for 200 characters).
+    n levels and failing at the bottom was read 2**n times (18 levels: 24 s for 100 characters).
     Whether a rule matches depends on the position only; what it records also on the lambda
     parameters in scope, so they are part of the key."""
 
@@ -201,15 +202,17 @@ def _memoized(rule: _Rule) -> _Rule:
             if outcome is None:
                 return False
             self.i, appended, self.kind = outcome
-            for records, items in zip(self._records(), appended, strict=True):
-                records.extend(items)
+            for index, items in appended:
+                self.records[index].extend(items)
             return True
         mark = self._mark()
         if not rule(self, *args):
             self.memo[key] = None
             return self._reset(mark)
         appended = tuple(
-            records[length:] for records, length in zip(self._records(), mark[1:], strict=True)
+            (index, records[length:])
+            for index, (records, length) in enumerate(zip(self.records, mark[1:], strict=True))
+            if len(records) > length
         )
         self.memo[key] = (self.i, appended, self.kind)
         return True
@@ -229,6 +232,13 @@ def nesting(found: list[Token]) -> int:
     return deepest + sum(1 for token in found if token.kind == "LambdaArrow")
 
 
+# The tokens each rule can begin with (grammar.go): a literal is an editor, a converter, a number
+# or a path; a math value a sign, a parenthesis or a literal; a value these three alone.
+_LITERAL_STARTS = frozenset(("Lowercase", "Uppercase", "Float", "Int"))
+_MATH_VALUE_STARTS = _LITERAL_STARTS | {"OpAddSub", "LParen"}
+_LONE_TOKENS = frozenset(("Bytes", "String", "Boolean"))
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
@@ -243,6 +253,17 @@ class _Parser:
         self.furthest = 0
         self.kind: ArgumentKind = ()  # the kind of the value read last
         self.memo: dict[tuple[Any, ...], _Outcome | None] = {}
+        # What a rule appends to as it reads, in the order of _mark's lengths.
+        reading = self.reading
+        self.records: tuple[list[Any], ...] = (
+            reading.calls,
+            reading.paths,
+            self.errors,
+            reading.lambdas,
+            reading.literals,
+            reading.arguments,
+            reading.enums,
+        )
 
     # -- entry points -------------------------------------------------------------------------
 
@@ -258,12 +279,12 @@ class _Parser:
             self._fail()
         if self._peek("Lowercase", "where"):
             self.i += 1
-            if not self._boolean_expression():
+            if not self._boolean_expression(whole=True):
                 self._fail()
         return self._finish()
 
     def condition(self) -> Reading:
-        if not self._boolean_expression():
+        if not self._boolean_expression(whole=True):
             self._fail()
         return self._finish()
 
@@ -299,26 +320,24 @@ class _Parser:
         self.furthest = max(self.furthest, self.i)
         return None
 
-    def _records(self) -> tuple[list[Any], ...]:
-        """What a rule appends to as it reads, in the order of :meth:`_mark`'s lengths."""
-        reading = self.reading
-        return (
-            reading.calls,
-            reading.paths,
-            self.errors,
-            reading.lambdas,
-            reading.literals,
-            reading.arguments,
-            reading.enums,
-        )
-
     def _mark(self) -> tuple[int, ...]:
-        return (self.i, *(len(records) for records in self._records()))
+        calls, paths, errors, lambdas, literals, arguments, enums = self.records
+        return (
+            self.i,
+            len(calls),
+            len(paths),
+            len(errors),
+            len(lambdas),
+            len(literals),
+            len(arguments),
+            len(enums),
+        )
 
     def _reset(self, mark: tuple[int, ...]) -> bool:
         self.i = mark[0]
-        for records, length in zip(self._records(), mark[1:], strict=True):
-            del records[length:]
+        for records, length in zip(self.records, mark[1:], strict=True):
+            if len(records) > length:
+                del records[length:]
         return False
 
     def _attempt(self, rule) -> bool:  # type: ignore[no-untyped-def]
@@ -401,11 +420,22 @@ class _Parser:
         self.kind = kind
         return True
 
+    def _starts(self, kinds: frozenset[str]) -> bool:
+        """Whether the next token can begin a rule that begins with one of ``kinds``: a rule
+        that cannot begin here fails at once, as its first ``_take`` would (furthest included),
+        without trying its alternatives."""
+        self.furthest = max(self.furthest, self.i)
+        return self.i < len(self.tokens) and self.tokens[self.i].kind in kinds
+
     @_memoized
     def _value(self) -> bool:
         """A value, in the grammar's order of alternatives; ``self.kind`` says which it was."""
         if self._take("Nil"):
             return self._is("nil")
+        if self._starts(_LONE_TOKENS):  # no literal, expression or lambda begins with these
+            token = self.tokens[self.i].kind
+            self.i += 1
+            return self._is("bool" if token == "Boolean" else token.lower())
         mark = self._mark()
         if self._math_literal() and not (self._peek("OpAddSub") or self._peek("OpMultDiv")):
             return True
@@ -426,6 +456,8 @@ class _Parser:
 
     @_memoized
     def _math_literal(self) -> bool:
+        if not self._starts(_LITERAL_STARTS):
+            return False
         mark = self._mark()
         if self._editor():
             self.errors.append(
@@ -535,11 +567,15 @@ class _Parser:
 
     # -- arithmetic ---------------------------------------------------------------------------
 
-    def _chain(self, operand, operator: str) -> bool:  # type: ignore[no-untyped-def]
-        """``operand (operator operand)*``: an operator whose right side fails is left unread."""
+    def _chain(self, operand: Callable[[], bool], operator: str, settle: bool = False) -> bool:
+        """``operand (operator operand)*``: an operator whose right side fails is left unread.
+        ``settle``: nothing will read again what an operand read (the clauses of the whole
+        condition), so the memo is emptied after each, and holds one clause at most."""
         if not operand():
             return False
         while self._peek(operator):
+            if settle:
+                self.memo.clear()
             mark = self._mark()
             self.i += 1
             if not operand():
@@ -555,6 +591,8 @@ class _Parser:
         return self._chain(self._math_value, "OpMultDiv")
 
     def _math_value(self) -> bool:
+        if not self._starts(_MATH_VALUE_STARTS):
+            return False
         mark = self._mark()
         self._take("OpAddSub")
         if self._attempt(self._math_literal):
@@ -565,11 +603,12 @@ class _Parser:
 
     # -- booleans -----------------------------------------------------------------------------
 
-    def _boolean_expression(self) -> bool:
-        return self._chain(self._term, "OpOr")
+    def _boolean_expression(self, whole: bool = False) -> bool:
+        """``whole``: the statement's condition or the condition itself, not a part of one."""
+        return self._chain(lambda: self._term(whole), "OpOr", settle=whole)
 
-    def _term(self) -> bool:
-        return self._chain(self._boolean_value, "OpAnd")
+    def _term(self, whole: bool = False) -> bool:
+        return self._chain(self._boolean_value, "OpAnd", settle=whole)
 
     def _boolean_value(self) -> bool:
         mark = self._mark()
