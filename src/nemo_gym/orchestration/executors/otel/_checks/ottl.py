@@ -432,7 +432,7 @@ class _Parser:
         """A value, in the grammar's order of alternatives; ``self.kind`` says which it was."""
         if self._take("Nil"):
             return self._is("nil")
-        if self._starts(_LONE_TOKENS):  # no literal, expression or lambda begins with these
+        if self._starts(_LONE_TOKENS):  # bytes, a string, a bool: no other value begins so
             token = self.tokens[self.i].kind
             self.i += 1
             return self._is("bool" if token == "Boolean" else token.lower())
@@ -443,9 +443,6 @@ class _Parser:
         for rule, kind in ((self._lambda, "lambda"), (self._math_expression, "math")):
             if self._attempt(rule):
                 return self._is(kind)
-        for token in ("Bytes", "String", "Boolean"):
-            if self._take(token):
-                return self._is("bool" if token == "Boolean" else token.lower())
         if self._peek("Uppercase") and not self._peek("Lowercase", ahead=1):
             self.reading.enums.append(self.tokens[self.i].text)
             self.i += 1

@@ -285,7 +285,7 @@ class _Judge:
                     f"with the argument name '{unknown[0]}', and its parameters are {params}"
                 )
                 continue
-            types = signature.get("types") or [""] * len(fields)
+            types = signature["types"]
             for position, (name, kind) in enumerate(zip(names, kinds, strict=True)):
                 index = fields.index(_camel(name)) if name else position
                 refusal = _type_refusal(types[index], kind)
@@ -344,12 +344,20 @@ class _Judge:
 
 
 # pkg/ottl functions.go buildArg: a field of one of these types takes only this kind of value.
-_LITERAL_TYPES = {
-    "string": ("string", "must be a string"),
-    "float64": ("float", "must be a float (1.0, not 1: a number without a point is an int)"),
-    "int64": ("int", "must be an int (a negative number is an expression there)"),
-    "bool": ("bool", "must be a bool"),
+_LITERAL_TYPES = {"string": "string", "float64": "float", "int64": "int", "bool": "bool"}
+_ARTICLE = {"string": "a", "float": "a", "int": "an", "bool": "a"}
+# Why a number was not the literal its field wants, by what it was read as.
+_NUMBER_HINTS = {
+    ("float", "int"): " (write 2.0: a number without a point is an int)",
+    ("float", "math"): " (a signed number is an expression, not a literal)",
+    ("int", "math"): " (a signed number is an expression, not a literal)",
 }
+
+
+def _literal_refusal(wanted: str, found: str) -> str | None:
+    if found == wanted:
+        return None
+    return f"must be {_ARTICLE[wanted]} {wanted}{_NUMBER_HINTS.get((wanted, found), '')}"
 
 
 def _type_refusal(go_type: str, kind: ArgumentKind) -> str | None:
@@ -359,21 +367,21 @@ def _type_refusal(go_type: str, kind: ArgumentKind) -> str | None:
     Getters take any value (their type is judged when the statement runs); an unknown type is
     not judged."""
     if go_type in _LITERAL_TYPES:
-        wanted, message = _LITERAL_TYPES[go_type]
-        return None if kind[0] == wanted else message
+        return _literal_refusal(_LITERAL_TYPES[go_type], kind[0])
     if go_type.endswith("Setter") and not go_type.startswith("[]"):
-        return None if kind[0] == "path" else "must be a path (a converter's result is not one)"
+        return None if kind[0] == "path" else 'must be a path (name, attributes["key"])'
     if go_type == "FunctionGetter":
         return None if kind[0] in ("enum", "function") else "must name a function (SHA256)"
-    if go_type == "[]uint8" or go_type == "[]byte":
+    if go_type == "[]byte":
         return None if kind[0] == "bytes" else "must be a byte slice literal (0x...)"
     if go_type.startswith("[]"):
         if kind[0] != "list":
             return f"must be a list of {go_type[2:]} ([...])"
         element = _LITERAL_TYPES.get(go_type[2:])
         for index, found in enumerate(kind[1:]):
-            if element and found != element[0]:
-                return f"has at list index {index} an element that {element[1]}"
+            refusal = element and _literal_refusal(element, found)
+            if refusal:
+                return f"has at list index {index} an element that {refusal}"
     return None
 
 
