@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.machinery
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -28,21 +27,17 @@ GENERATORS = [GENERATOR, helpers.REPO / "tools" / "generate-ottl-facts"]
 MISSING_INPUTS = 3
 
 
-def _unavailable(message: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 @pytest.mark.parametrize("generator", GENERATORS, ids=lambda p: p.name)
 def test_regenerating_the_schemas_changes_nothing(generator: Path) -> None:
     if shutil.which("go") is None:
-        _unavailable("the go command is not on PATH: the generator reads the Go module cache")
+        helpers.unavailable(
+            "the go command is not on PATH: the generator reads the Go module cache"
+        )
     result = subprocess.run(
         [sys.executable, str(generator), "--check"], capture_output=True, text=True, check=False
     )
     if result.returncode == MISSING_INPUTS:
-        _unavailable(
+        helpers.unavailable(
             f"{result.stderr.strip()}\nRun tools/build-otelcol current-platform and "
             "legacy-platform to fill the module cache."
         )

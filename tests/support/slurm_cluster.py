@@ -11,7 +11,6 @@ so ``support/slurm_multi.py`` points them at the three-node cluster through ``SL
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 import time
@@ -19,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from support import helpers
 
 # squeue's and scontrol's view of the job while it runs, and every process's command line.
 WATCH_INTERVAL_SECONDS = 0.5
@@ -55,10 +56,7 @@ def require(problem: str | None, remedy: str) -> None:
     """Skips the test over a problem with the cluster (fails it under ``CI=true``)."""
     if problem is None:
         return
-    message = f"{problem}\n{remedy}"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    helpers.unavailable(f"{problem}\n{remedy}")
 
 
 def submit(script: Path, env: dict[str, str]) -> str:
