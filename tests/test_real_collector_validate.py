@@ -1072,13 +1072,20 @@ def _unused(text: str, name: str) -> str:
     return text.replace(f"processors: [{name}], ", "")
 
 
-def _span_statement(statement: str) -> str:
+def _statement(statement: str, context: str) -> str:
+    """A transform processor with one statement of ``context`` (span or metric), in a
+    pipeline of its signal."""
     quoted = statement.replace("\\", "\\\\").replace('"', '\\"')
+    group, signal = ("trace", "traces") if context == "span" else ("metric", "metrics")
     return _ottl(
         "transform",
-        f'    trace_statements:\n      - context: span\n        statements: ["{quoted}"]\n',
-        signal="traces",
+        f'    {group}_statements:\n      - context: {context}\n        statements: ["{quoted}"]\n',
+        signal=signal,
     )
+
+
+def _span_statement(statement: str) -> str:
+    return _statement(statement, "span")
 
 
 # Regular expressions the collector compiles with Go's regexp (RE2 syntax): when it reads the
@@ -1234,11 +1241,7 @@ AGREEMENT_CASES.update(
 
 
 def _metric_statement(statement: str) -> str:
-    quoted = statement.replace('"', '\\"')
-    return _ottl(
-        "transform",
-        f'    metric_statements:\n      - context: metric\n        statements: ["{quoted}"]\n',
-    )
+    return _statement(statement, "metric")
 
 
 # OTTL argument values as pkg/ottl buildArg takes them for their field's type: a literal type
