@@ -171,9 +171,14 @@ def test_a_megabyte_submit_config_renders_within_bounds(tmp_path: Path) -> None:
     assert_within_bounds(result)
 
 
+def _golden_text() -> str:
+    """The bundled example's rendering on the current line: a valid config to grow."""
+    return (helpers.REPO / "tests/golden/example/current/otlp_http+file.yaml").read_text("utf-8")
+
+
 def test_a_megabyte_collector_config_is_judged_within_bounds(tmp_path: Path) -> None:
     """A megabyte of scrape jobs, one of them wrong: found, named, within bounds."""
-    golden = (helpers.REPO / "tests/golden/example/current/otlp_http+file.yaml").read_text("utf-8")
+    golden = _golden_text()
     jobs = "".join(
         f'        - job_name: "job{i}"\n          static_configs:\n            - targets: ["localhost:{1000 + i % 60000}"]\n'
         for i in range(11_000)
@@ -197,7 +202,7 @@ def test_a_megabyte_collector_config_wrong_everywhere_is_answered_within_bounds(
 ) -> None:
     """Every one of 9,000 scrape jobs misspells a key: the first 100 are explained, the rest
     counted in one line, within bounds (explaining all of them took 9 s of CPU)."""
-    golden = (helpers.REPO / "tests/golden/example/current/otlp_http+file.yaml").read_text("utf-8")
+    golden = _golden_text()
     jobs = "".join(
         f'        - job_name: "job{i}"\n          scrape_intervall: 5s\n          static_configs:\n            - targets: ["localhost:{1000 + i % 60000}"]\n'
         for i in range(9_000)
@@ -216,31 +221,18 @@ def test_a_megabyte_collector_config_wrong_everywhere_is_answered_within_bounds(
     assert_within_bounds(result)
 
 
-def _one_processor(body: str, pipeline: str, receiver: str) -> str:
-    """A config of one receiver, the processor ``body`` (or none) and the debug exporter."""
-    processors = f"processors:\n{body}" if body else ""
-    uses = "processors: [filter], " if body else ""
-    return (
-        f"receivers:\n{receiver}{processors}exporters:\n  debug:\n"
-        "service:\n  telemetry:\n    metrics:\n      level: none\n  pipelines:\n"
-        f"    {pipeline}: {{receivers: [{receiver.split(':')[0].strip()}], {uses}"
-        "exporters: [debug]}\n"
-    )
-
-
 def test_a_megabyte_ottl_condition_is_judged_within_bounds(tmp_path: Path) -> None:
     """One filter condition of a megabyte, 30,000 calls joined by ``and``, the last misspelt:
     named, within bounds (the lexer copied the rest of the text for each token: 13 s)."""
     calls = ['IsMatch(attributes["k"], "x")'] * 29_999 + ['IsMatchh(attributes["k"], "x")']
-    body = f"  filter:\n    traces:\n      span:\n        - '{' and '.join(calls)}'\n"
-    receiver = '  otlp:\n    protocols:\n      grpc:\n        endpoint: "localhost:4317"\n'
+    body = f"traces:\n  span:\n    - '{' and '.join(calls)}'"
     path = tmp_path / "ottl.yaml"
-    path.write_text(_one_processor(body, "traces", receiver), encoding="utf-8")
+    path.write_text(helpers.one_processor_config("filter", body, "traces"), encoding="utf-8")
     assert path.stat().st_size >= 1_000_000
     result = run_bounded([helpers.CLI, "validate", path], cwd=tmp_path, env=helpers.cli_env())
     assert result.returncode == 1
     (line,) = helpers.error_lines(result.stderr)
-    assert line.startswith("processors.filter.traces.span[0]: OTTL condition calls 'IsMatchh'")
+    assert line.startswith("processors.filter/x.traces.span[0]: OTTL condition calls 'IsMatchh'")
     assert line.endswith("did you mean 'IsMatch'?")
     assert_within_bounds(result)
 
@@ -249,14 +241,15 @@ def test_a_regular_expression_of_900_kb_is_judged_within_bounds(tmp_path: Path) 
     """A relabel regex of 180,000 classes, the last a range backwards: Go's refusal, within
     bounds (the reader copied the rest of the pattern at each step: 37 s)."""
     pattern = "[a-z]" * 180_000 + "[z-a]"
-    receiver = (
-        "  prometheus:\n    config:\n      scrape_configs:\n        - job_name: a\n"
+    golden = _golden_text()
+    job = (
+        '        - job_name: "long-regex"\n'
         '          static_configs:\n            - targets: ["localhost:8000"]\n'
         "          relabel_configs:\n            - source_labels: [__address__]\n"
         f'              regex: "{pattern}"\n              action: keep\n'
     )
     path = tmp_path / "regex.yaml"
-    path.write_text(_one_processor("", "metrics", receiver), encoding="utf-8")
+    path.write_text(golden.replace("      scrape_configs:\n", "      scrape_configs:\n" + job, 1))
     assert path.stat().st_size >= 900_000
     result = run_bounded([helpers.CLI, "validate", path], cwd=tmp_path, env=helpers.cli_env())
     assert result.returncode == 1
@@ -268,8 +261,7 @@ def test_a_regular_expression_of_900_kb_is_judged_within_bounds(tmp_path: Path) 
 
 
 def _golden_document() -> dict[str, Any]:
-    golden = helpers.REPO / "tests/golden/example/current/otlp_http+file.yaml"
-    return yaml.safe_load(golden.read_text("utf-8"))
+    return yaml.safe_load(_golden_text())
 
 
 def _validate_document(document: dict[str, Any], tmp_path: Path) -> Bounded:
