@@ -303,7 +303,12 @@ class _Judge:
         """Each context's ``parseEnum`` takes its own symbols only (none in resource, scope...);
         a symbol that names a function is a function argument's (``SHA256``, a FunctionGetter),
         which the package does not tell apart from an enum, so it passes."""
+        if "enums" not in self.contexts[usable[0]]:
+            return
         known = {symbol for context in usable for symbol in self.contexts[context].get("enums", ())}
+        unknown = [symbol for symbol in dict.fromkeys(enums) if symbol not in known]
+        if not unknown:  # the usual case: the tables below are built only for a refusal
+            return
         functions = {
             name
             for groups in self.functions.values()
@@ -311,8 +316,8 @@ class _Judge:
             for name in names
         }
         everywhere = sorted({s for c in self.contexts.values() for s in c.get("enums", ())})
-        for symbol in dict.fromkeys(enums):
-            if symbol in known or symbol in functions or "enums" not in self.contexts[usable[0]]:
+        for symbol in unknown:
+            if symbol in functions:
                 continue
             close = difflib.get_close_matches(symbol, sorted(known) or everywhere, n=1)
             holders = sorted(
