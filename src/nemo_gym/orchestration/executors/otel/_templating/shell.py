@@ -10,7 +10,6 @@ one literal word, never code. Integers are digits; a list is its items as words,
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Any
 
@@ -28,6 +27,6 @@ def shell_word(value: Any) -> str:
 
 def shell_words(value: Any) -> str:
     """:func:`shell_word` of ``value``, or of each item of a list or tuple, one space apart."""
-    if isinstance(value, Sequence) and not isinstance(value, str):
+    if isinstance(value, (list, tuple)):
         return " ".join(shell_word(item) for item in value)
     return shell_word(value)
