@@ -376,3 +376,22 @@ def test_stop_forgives_only_the_lost_last_reading(
         f"{fragment}\n_otel_collector_only_last_reading_lost", cwd=tmp_path, env=helpers.cli_env()
     )
     assert (result.returncode == 0) is tolerated, result.stderr
+
+
+def test_the_step_is_rendered_from_the_builtin_templates_only(
+    example_mapping: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An override path in effect changes the collector config, never the step's bash (the
+    step's templates are not part of the override rule; one named like them is refused)."""
+    config = SubmitConfig.from_dict(example_mapping)
+    builtin = collector_step_script(config, "aime25", JOB_DIR)
+    overrides = tmp_path / "overrides"
+    (overrides / "_step").mkdir(parents=True)
+    (overrides / "_step" / "collector_step.sh.j2").write_text("echo replaced\n", encoding="utf-8")
+    (overrides / "_step" / "drain.sh.j2").write_text("echo replaced\n", encoding="utf-8")
+    monkeypatch.setenv("NEMO_GYM_OTEL_TEMPLATE_PATH", str(overrides))
+    assert collector_step_script(config, "aime25", JOB_DIR) == builtin
+    assert "echo replaced" not in builtin
+    result = helpers.run_cli("check", "--template-dir", overrides, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "_step/collector_step.sh.j2: is the job step's bash" in result.stderr, result.stderr

@@ -86,6 +86,8 @@ def test_wheel_holds_the_resources_and_no_namespace_init(wheel: Path) -> None:
         f"{PACKAGE}/schemas/submit-config.schema.json",
     ):
         assert required in names, required
+    for step_template in (helpers.REPO / "templates" / "_step").iterdir():  # the job step's bash
+        assert f"{PACKAGE}/templates/_step/{step_template.name}" in names
     for line, meta in helpers.line_metadata().items():
         assert f"{PACKAGE}/templates/{line}/line.yaml" in names
         assert f"{PACKAGE}/schemas/{meta['schema']}" in names
@@ -136,3 +138,8 @@ def test_installed_wheel_renders_from_outside_the_checkout(venv: Path, tmp_path:
     assert f"nemo-gym-otel {version('nemo-gym-otel')}" in text.splitlines()[0]
     # The bundled example, too, is read from inside the installed package.
     assert helpers.run_cli("check", cwd=outside, env=env, cli=cli).returncode == 0
+    step = helpers.run_cli(
+        "step", config, "--benchmark", "aime25", "--job-dir", job_dir, cwd=outside, env=env, cli=cli
+    )
+    assert step.returncode == 0, step.stderr
+    assert "otel_collector_start() {" in step.stdout

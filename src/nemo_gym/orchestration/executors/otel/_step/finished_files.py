@@ -16,7 +16,6 @@ oldest compressed ones are deleted, as the exporter deletes its own renamed file
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
@@ -32,65 +31,21 @@ def finished_file_globs(otel_dir: PurePosixPath, signals: Iterable[str]) -> tupl
     return tuple(str(otel_dir / finished_file_glob(signal)) for signal in signals)
 
 
-def _shell_glob(otel_dir: PurePosixPath, pattern: str) -> str:
-    """``otel_dir``/``pattern`` for bash: everything quoted but the pattern's ``*``, so a job
-    directory holding ``*`` (or quotes, ``$``) is only ever a literal path."""
-    return f"{shlex.quote(str(otel_dir))}/" + "*".join(shlex.quote(p) for p in pattern.split("*"))
-
-
-def compress_functions(otel_dir: PurePosixPath, signals: Iterable[str], max_backups: int) -> str:
-    """The bash functions ``_otel_collector_live_files`` (creates the live files),
-    ``_otel_collector_compress_finished`` (one pass over ``signals``' finished files in
-    ``otel_dir``) and ``_otel_collector_compressing`` (a pass every ``COMPRESS_EVERY_SECONDS``
-    until TERM) of the job step's fragment."""
-    q = shlex.quote
-    signals = tuple(signals)
-    finished = " ".join(_shell_glob(otel_dir, finished_file_glob(s)) for s in signals)
-    prune = (
-        ""
-        if max_backups == 0
-        else "    keep_newest() {  # all but the newest $1 files after it go (globs sort by time)\n"
-        "        local keep=$1\n"
-        "        shift\n"
-        '        (($# <= keep)) || rm -f -- "${@:1:$# - keep}"\n'
-        "    }\n"
-        + "".join(
-            f"    keep_newest {max_backups} "
-            f"{_shell_glob(otel_dir, finished_file_glob(signal) + ZSTD_SUFFIX)}\n"
-            for signal in signals
-        )
-    )
-    live = " ".join(q(str(otel_dir / signal_file_name(s, compressed=False))) for s in signals)
-    return (
-        "_otel_collector_live_files() {  # the exporters' files, opened only at the first item\n"
-        "    local file\n"
-        f"    for file in {live}; do\n"
-        '        : >>"$file" || return 1\n'
-        "    done\n"
-        "}\n"
-        "# Rotation's finished JSON-lines files, each compressed beside itself (see\n"
-        "# _step/finished_files.py of nemo-gym-otel); needs the zstd command, else does nothing.\n"
-        "_otel_collector_compress_finished() (\n"
-        "    shopt -s nullglob\n"
-        "    command -v zstd >/dev/null 2>&1 || exit 0\n"
-        f"    local file zst={q(ZSTD_SUFFIX)} part={q(PART_SUFFIX)}\n"
-        f"    for file in {finished}; do\n"
-        '        zstd -q -f -o "$file$zst$part" -- "$file" &&\n'
-        '            mv -f -- "$file$zst$part" "$file$zst" && rm -f -- "$file" || exit 1\n'
-        "    done\n"
-        f"{prune}"
-        ")\n"
-        "# In the background from the start until TERM: a wait, unlike a read, ends at the TERM;\n"
-        "# then the pause is ended too (under set -e as well), so nothing holds the script's output.\n"
-        "_otel_collector_compressing() {\n"
-        "    local stop= pause\n"
-        "    trap 'stop=1' TERM\n"
-        '    while [[ -z "$stop" ]]; do\n'
-        f"        _otel_collector_pause {COMPRESS_EVERY_SECONDS} &\n"
-        "        pause=$!\n"
-        '        wait "$pause" || :\n'
-        '        kill "$pause" 2>/dev/null || :\n'
-        '        [[ -n "$stop" ]] || _otel_collector_compress_finished || :\n'
-        "    done\n"
-        "}\n"
-    )
+def compress_context(
+    otel_dir: PurePosixPath, signals: Iterable[str], max_backups: int, compresses: bool
+) -> dict[str, object]:
+    """The values of ``templates/_step/finished_files.sh.j2``, which defines
+    ``_otel_collector_live_files`` (creates the live files), ``_otel_collector_compress_finished``
+    (one pass over ``signals``' finished files in ``otel_dir``, keeping ``max_backups`` of them,
+    0: all) and ``_otel_collector_compressing`` (a pass every ``COMPRESS_EVERY_SECONDS`` until
+    TERM); where the step ``compresses`` nothing, the first two do nothing and the third is
+    not defined."""
+    signals = tuple(signals) if compresses else ()
+    return {
+        "finished_globs": [finished_file_glob(s) for s in signals],
+        "live_files": [otel_dir / signal_file_name(s, compressed=False) for s in signals],
+        "max_backups": max_backups,
+        "compress_every": COMPRESS_EVERY_SECONDS,
+        "zstd_suffix": ZSTD_SUFFIX,
+        "part_suffix": PART_SUFFIX,
+    }

@@ -14,7 +14,6 @@ line after reads.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
@@ -23,23 +22,12 @@ from .._common.constants import ZSTD_SUFFIX
 RESTART_REASON = "restart"
 
 
-def set_aside_function(paths: Iterable[PurePosixPath]) -> str:
-    """The bash function ``_otel_collector_set_aside`` of the job step's fragment, renaming the
-    non-empty zstd files among ``paths``, with bash's own clock (no coreutils but ``mv``)."""
-    files = " ".join(shlex.quote(str(p)) for p in paths if p.name.endswith(ZSTD_SUFFIX))
-    if not files:
-        return "_otel_collector_set_aside() { :; }  # the collector writes no zstd files\n"
-    suffix = shlex.quote(f"-{RESTART_REASON}{ZSTD_SUFFIX}")
-    return (
-        "# A requeue's zstd files, renamed so that this collector's streams start files of their\n"
-        "# own: appended after a stream a killed collector cut, they would be unreadable.\n"
-        "_otel_collector_set_aside() {\n"
-        "    local file stamp now=${EPOCHREALTIME/[.,]/}\n"
-        "    TZ=UTC printf -v stamp '%(%Y-%m-%dT%H-%M-%S)T' \"${now:0:-6}\"\n"
-        f"    for file in {files}; do\n"
-        '        if [[ -s "$file" ]]; then\n'
-        f'            mv -f -- "$file" "${{file%{ZSTD_SUFFIX}}}-$stamp.${{now:(-6):3}}"{suffix} || return 1\n'
-        "        fi\n"
-        "    done\n"
-        "}\n"
-    )
+def set_aside_context(paths: Iterable[PurePosixPath]) -> dict[str, object]:
+    """The values of ``templates/_step/fresh_files.sh.j2``, which defines
+    ``_otel_collector_set_aside``: it renames the non-empty zstd files among ``paths``, with
+    bash's own clock (no coreutils but ``mv``)."""
+    return {
+        "zstd_files": [p for p in paths if p.name.endswith(ZSTD_SUFFIX)],
+        "zstd_suffix": ZSTD_SUFFIX,
+        "restart_suffix": f"-{RESTART_REASON}{ZSTD_SUFFIX}",
+    }

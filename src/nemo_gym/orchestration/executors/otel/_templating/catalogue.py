@@ -36,6 +36,7 @@ from .._common.version import package_version, package_version_tuple
 
 TEMPLATE_SUFFIX = ".yaml.j2"
 LINE_FILE = "line.yaml"
+STEP_DIR = "_step"  # the job step's bash templates, built in only
 BUILTIN_PREFIX = "builtin/"
 ALL_COMBINATIONS = ("otlp_http+file", "otlp_http", "file")
 # The component roles the shared skeleton names; a line says which type name each one has.
@@ -144,7 +145,9 @@ class _Source:
 def _check_reserved_names(source: _Source, builtin: _Source) -> None:
     """An override folder named ``builtin`` would hide the built-in namespace, and a file
     named like a built-in one under a ``_`` folder (``_base/collector.yaml.j2``) would change
-    every line's rendering while its header still says built-in: both are refused."""
+    every line's rendering while its header still says built-in: both are refused. The job
+    step's bash (``_step/``) is never read from an override (:func:`.environment.render_builtin`);
+    a file there that looks like one of it is refused too rather than silently ignored."""
     if not source.root.is_dir():
         return
     for entry in source.root.iterdir():
@@ -159,11 +162,18 @@ def _check_reserved_names(source: _Source, builtin: _Source) -> None:
                 name = f"{entry.name}/{inner.name}"
                 if builtin.find(name) is not None:
                     raise TemplateError(
-                        f"{source.origin}/{name}",
-                        "replaces the built-in skeleton every line shares, which an override "
-                        "may not do; override a line's combination template instead and "
-                        "redefine blocks of builtin/<its name>",
+                        f"{source.origin}/{name}", _RESERVED.get(entry.name, _SKELETON)
                     )
+
+
+_SKELETON = (
+    "replaces the built-in skeleton every line shares, which an override may not do; override a "
+    "line's combination template instead and redefine blocks of builtin/<its name>"
+)
+_RESERVED = {
+    STEP_DIR: "is the job step's bash, which no override replaces (the step always runs the "
+    "built-in one, checked by shellcheck); remove it",
+}
 
 
 def _check_contributes(source: _Source) -> None:
