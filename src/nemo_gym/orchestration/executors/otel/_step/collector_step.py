@@ -35,7 +35,7 @@ from .._common.constants import (
 from .._common.hosts import host_port
 from .._render.rendering import bench_dir_argument, check_render_inputs, collector_config_path
 from .._submit.config import SubmitConfig
-from .._templating.context import delivery_report_endpoint, scrape_checked
+from .._templating.context import delivery_report_endpoint, drain_report_endpoint, scrape_checked
 from .._templating.file_compression import (
     compresses_files,
     file_rotation,
@@ -234,11 +234,15 @@ def collector_step_script(
         if name != "SLURM_JOB_ID"
     )
     # With the delivery report the collector's last push, at shutdown, finds its own receiver
-    # closed and the collector exits 1 (upstream collector issue 12944). The stop tells that one
-    # failure from any other by the collector's last log line, and reports a clean stop.
+    # closed and the collector exits 1 (upstream collector issue 12944); so does the drain's, to
+    # its own receiver. The stop tells that one failure from any other by the last log line, and
+    # reports a clean stop.
+    host = config.otel.listen_host
     lost_reading = (
-        f"    local cause={q(_LOST_READING.format(endpoint=delivery_report_endpoint(config.otel.listen_host)))}\n"
-        '    [[ "$line" == *"$cause"* && "$line" != *";"* ]] || return 1\n'
+        f"    local cause={q(_LOST_READING.format(endpoint=delivery_report_endpoint(host)))}\n"
+        f"    local drain_cause={q(_LOST_READING.format(endpoint=drain_report_endpoint(host)))}\n"
+        '    [[ "$line" == *"$cause"* || "$line" == *"$drain_cause"* ]] || return 1\n'
+        '    [[ "$line" != *";"* ]] || return 1\n'
         '    [[ "$line" == *": connect: connection refused" || "$line" == *": write: broken pipe" ||\n'
         '        "$line" == *": read: connection reset by peer" || "$line" == *": EOF" ]]\n'
         if config.otel.delivery_report
