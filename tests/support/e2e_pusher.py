@@ -49,7 +49,9 @@ class Report:
 
     def accepted(self, signal_name: str, items: list[Any]) -> None:
         with self._lock:
-            self._file.write(json.dumps({"signal": signal_name, "time": time.time(), "items": items}) + "\n")
+            self._file.write(
+                json.dumps({"signal": signal_name, "time": time.time(), "items": items}) + "\n"
+            )
             self._file.flush()
 
 
