@@ -99,6 +99,14 @@ def test_the_local_run_moves_every_listener_and_what_points_at_it() -> None:
     ]
     assert DRAIN_FILES_PIPELINE not in local["service"]["pipelines"]
     assert "file/metrics" not in local["exporters"]
+    # Nothing arrives at the drain's own receiver, so nothing stamps there: the job's stamp
+    # reads SLURM_JOB_ID, which a later drain's environment lacks.
+    assert local["receivers"][DRAIN_RECEIVER]["protocols"]["http"]["endpoint"].startswith(
+        "127.0.0.1:"
+    )
+    for signal in ("traces", "metrics", "logs"):
+        assert "processors" not in local["service"]["pipelines"][f"{signal}/queue"]
+    assert set(local["processors"]) == {"resource/tenant"}
     # The backend and the token are untouched.
     assert local["exporters"]["otlp_http/backend"] == drain["exporters"]["otlp_http/backend"]
     assert token_variable(local) == "OTEL_TOKEN"
