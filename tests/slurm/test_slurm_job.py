@@ -31,7 +31,13 @@ from support.e2e_checks import (
     random_token,
 )
 from support.e2e_job import TOKEN_ENV, Job, Result
-from support.e2e_job_end import PUSHERS, held, read_reports, unattributed
+from support.e2e_job_end import (
+    PUSHERS,
+    count_differences,
+    held,
+    read_reports,
+    unattributed,
+)
 from support.e2e_life import OWN_METRICS_DEFAULT, port_taken
 from support.e2e_otlp import SIGNALS
 from support.otelcol import collector_binary
@@ -361,15 +367,12 @@ def test_servers_pushing_until_the_job_ends(
     assert result is not None
     end = read_reports({name: pusher_report(slurm.work, name) for name in PUSHERS}, 0.0)
     items = destinations(result)
-    for where, held_there in items.items():
-        got = held(held_there)
-        for s in SIGNALS:
-            assert end.accepted[s], f"{s}: the servers had nothing accepted"
-            missing, extra = end.accepted[s] - got[s], got[s] - end.accepted[s]
-            assert not missing and not extra, (
-                f"{where} {s}: {sum(missing.values())} of {sum(end.accepted[s].values())} "
-                f"accepted items missing, {sum(extra.values())} more than accepted"
-            )
+    wrong = [
+        problem
+        for where, held_there in items.items()
+        if (problem := count_differences(where, held(held_there), end.accepted))
+    ]
+    assert not wrong, "; ".join(wrong)
     found = unattributed(items["backend"])
     assert not found, f"{sum(found.values())} items at the backend lack the job's attributes"
     check_token_hidden(slurm)

@@ -80,6 +80,26 @@ def held(items: dict[str, list[Any]]) -> dict[str, Counter[Any]]:
     }
 
 
+def count_differences(
+    where: str, got: dict[str, Counter[Any]], accepted: dict[str, Counter[Any]]
+) -> str:
+    """What ``where`` holds other than each accepted item exactly once, per signal, in words
+    (empty when nothing): items missing, items held more often than accepted, items never
+    accepted."""
+    problems = []
+    for s in SIGNALS:
+        missing, extra = accepted[s] - got[s], got[s] - accepted[s]
+        repeated = sum(n for key, n in extra.items() if key in accepted[s])
+        unknown = sum(n for key, n in extra.items() if key not in accepted[s])
+        if missing or extra:
+            problems.append(
+                f"{where} {s}: {sum(missing.values())} of {sum(accepted[s].values())} accepted "
+                f"missing, {repeated} held more often than accepted, {unknown} never accepted "
+                f"(e.g. {list(missing or extra)[:2]})"
+            )
+    return "; ".join(problems)
+
+
 def unattributed(items: dict[str, list[Any]]) -> Counter[tuple[str, Any]]:
     """(signal, resource) of every item lacking one of the job's attributes."""
     return Counter(
