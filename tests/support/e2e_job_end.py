@@ -33,8 +33,10 @@ JOB_ATTRIBUTES = ("user", "run_id", "slurm_job_id", "benchmark", "cluster")
 # How long the servers push once the backend holds items of each: past the batch timeouts, so
 # the stop meets a steady stream, several of the queue's 1 s batches of it on their way.
 PUSH_SECONDS = 3.0
-# The servers' own export timeout: their exports after the stop fail within it.
-SDK_TIMEOUT_SECONDS = 2
+# The servers' own export deadline (the SDK's default): their exports after the stop fail
+# within it. A shorter one re-sends a request the collector took but answered late on a busy
+# node, which the destinations then hold twice (the SDK's at-least-once, not the collector's).
+SDK_TIMEOUT_SECONDS = 10
 
 
 @dataclass
