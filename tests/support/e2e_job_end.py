@@ -25,7 +25,8 @@ from .e2e_life import GYM_JOB_ID, Life
 from .e2e_otlp import SIGNALS, frozen
 
 PUSHER_SCRIPT = Path(__file__).with_name("e2e_pusher.py")
-PUSHERS = ("gym-head-server", "gym-agent-server", "gym-resources-server")
+# Names of their own: a Slurm job's driver runs e2e_producer.py's servers beside them.
+PUSHERS = ("gym-head-pusher", "gym-agent-pusher", "gym-resources-pusher")
 OVERRIDE = "service.name.override"
 COUNTER = "gym.pusher.ticks"
 # The job's attributes (resource/job) every resource at the backend must carry.
@@ -33,10 +34,8 @@ JOB_ATTRIBUTES = ("user", "run_id", "slurm_job_id", "benchmark", "cluster")
 # How long the servers push once the backend holds items of each: past the batch timeouts, so
 # the stop meets a steady stream, several of the queue's 1 s batches of it on their way.
 PUSH_SECONDS = 3.0
-# The servers' own export deadline (the SDK's default): their exports after the stop fail
-# within it. A shorter one re-sends a request the collector took but answered late on a busy
-# node, which the destinations then hold twice (the SDK's at-least-once, not the collector's).
-SDK_TIMEOUT_SECONDS = 10
+# The servers' own export deadline: their exports after the stop fail within it.
+SDK_TIMEOUT_SECONDS = 2
 
 
 @dataclass
