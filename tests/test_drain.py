@@ -16,8 +16,10 @@ import pytest
 import yaml
 from support import helpers
 
+from nemo_gym.orchestration.executors.otel._common.constants import DRAIN_RECEIVER_PORT
 from nemo_gym.orchestration.executors.otel._render.drain_config import (
     DRAIN_FILES_PIPELINE,
+    DRAIN_RECEIVER,
     drain_document,
 )
 from nemo_gym.orchestration.executors.otel._step.drain import (
@@ -37,25 +39,43 @@ def _golden(line: str = "current", combination: str = "otlp_http+file") -> dict[
     return yaml.safe_load((GOLDEN / line / f"{combination}.yaml").read_text(encoding="utf-8"))
 
 
-def test_the_cut_keeps_the_backend_path_unchanged_and_nothing_of_the_ingest() -> None:
+def test_the_cut_keeps_the_backend_path_and_binds_none_of_the_jobs_ports() -> None:
+    """The drain takes nothing from the job's processes (they may still push while it runs):
+    its only receivers are the hop's and its own on the hop's loopback host, and what its own
+    receives (its delivery report) is stamped as the job's collector stamps it."""
     for line in ("current", "legacy"):
         job = _golden(line)
         drain = drain_document(job)
         assert drain is not None
         pipelines = drain["service"]["pipelines"]
+        ingest = job["service"]["pipelines"]["metrics/ingest"]["processors"]
         for signal in ("traces", "metrics", "logs"):
             assert (
                 pipelines[f"{signal}/backend"] == job["service"]["pipelines"][f"{signal}/backend"]
             )
-            assert pipelines[f"{signal}/queue"]["receivers"] == ["otlp"]
+            assert pipelines[f"{signal}/queue"]["receivers"] == [DRAIN_RECEIVER]
+            assert "resource/job" in pipelines[f"{signal}/queue"]["processors"]
             assert f"{signal}/ingest" not in pipelines and f"{signal}/files" not in pipelines
+        assert pipelines["metrics/queue"]["processors"] == ingest
         backend = next(e for e in drain["exporters"] if e.endswith("/backend"))
         assert drain["exporters"][backend] == job["exporters"][backend]
-        assert drain["processors"] == {"resource/tenant": job["processors"]["resource/tenant"]}
+        assert drain["processors"]["resource/job"] == job["processors"]["resource/job"]
         assert drain["connectors"] == {}
-        assert "prometheus" not in drain["receivers"]
-        # The job pushes its delivery report: the drain's own readings reach the files.
-        assert pipelines[DRAIN_FILES_PIPELINE]["exporters"] == ["file/metrics"]
+        assert set(drain["receivers"]) == {"otlp/queue", DRAIN_RECEIVER}
+        assert drain["receivers"][DRAIN_RECEIVER] == {
+            "protocols": {"http": {"endpoint": f"localhost:{DRAIN_RECEIVER_PORT}"}}
+        }
+        # The job pushes its delivery report: the drain's own readings reach the files,
+        # through its own receiver, stamped.
+        assert pipelines[DRAIN_FILES_PIPELINE] == {
+            "receivers": [DRAIN_RECEIVER],
+            "processors": ingest,
+            "exporters": ["file/metrics"],
+        }
+        (reader,) = drain["service"]["telemetry"]["metrics"]["readers"]
+        assert reader["periodic"]["exporter"]["otlp"]["endpoint"] == (
+            f"http://localhost:{DRAIN_RECEIVER_PORT}/v1/metrics"
+        )
 
 
 def test_no_disk_queue_no_drain_config() -> None:
@@ -79,6 +99,14 @@ def test_the_local_run_moves_every_listener_and_what_points_at_it() -> None:
     ]
     assert DRAIN_FILES_PIPELINE not in local["service"]["pipelines"]
     assert "file/metrics" not in local["exporters"]
+    # Nothing arrives at the drain's own receiver, so nothing stamps there: the job's stamp
+    # reads SLURM_JOB_ID, which a later drain's environment lacks.
+    assert local["receivers"][DRAIN_RECEIVER]["protocols"]["http"]["endpoint"].startswith(
+        "127.0.0.1:"
+    )
+    for signal in ("traces", "metrics", "logs"):
+        assert "processors" not in local["service"]["pipelines"][f"{signal}/queue"]
+    assert set(local["processors"]) == {"resource/tenant"}
     # The backend and the token are untouched.
     assert local["exporters"]["otlp_http/backend"] == drain["exporters"]["otlp_http/backend"]
     assert token_variable(local) == "OTEL_TOKEN"

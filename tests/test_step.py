@@ -345,6 +345,9 @@ _LOST = (
             False,
         ),
         ("Error: " + _LOST.format(host="localhost"), False, False),  # no report: a real failure
+        # The stop's drain pushes to its own receiver (4320), never to the job's port.
+        ("Error: " + _LOST.format(host="localhost").replace("4318", "4320"), True, True),
+        ("Error: " + _LOST.format(host="localhost").replace("4318", "4321"), True, False),
         ("Error: " + _LOST.format(host="10.0.0.9"), True, False),  # not its own receiver
         (
             "Error: failed to shutdown service after error: failed to shutdown pipelines: x; "

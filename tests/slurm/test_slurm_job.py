@@ -31,12 +31,19 @@ from support.e2e_checks import (
     random_token,
 )
 from support.e2e_job import TOKEN_ENV, Job, Result
+from support.e2e_job_end import (
+    PUSHERS,
+    count_differences,
+    held,
+    read_reports,
+    unattributed,
+)
 from support.e2e_life import OWN_METRICS_DEFAULT, port_taken
 from support.e2e_otlp import SIGNALS
 from support.otelcol import collector_binary
 from support.slurm_cluster import require_cluster
 from support.slurm_job import SlurmRun, merge_runs, run_slurm_job
-from support.slurm_script import Scenario
+from support.slurm_script import Scenario, pusher_report
 
 from nemo_gym.orchestration.executors.otel import COLLECTOR_SERVICE_NAME
 
@@ -335,3 +342,40 @@ def test_delivery_report_job_stops_cleanly_and_is_reported(
         assert entry["backend"]["failed_or_dropped"] == 0, entry
     check_token_hidden(slurm)
     print_stop(slurm, f"; {note}")
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_servers_pushing_until_the_job_ends(
+    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str, line: str
+) -> None:
+    """Issue 37 on the cluster: three servers (``e2e_pusher.py``, one step each) push spans every
+    25 ms, log records and a counter from the collector's start through its stop and the stop's
+    drain, and are TERMed only after the stop returned; the delivery report is on. Every item
+    their SDK saw accepted is in the files and at the backend exactly once, and every resource at
+    the backend carries the job's attributes: the drain took nothing the servers pushed."""
+    slurm = run(
+        tmp_path,
+        backend,
+        proxy,
+        scenario(f"job-end-{line}", token, line, pushers=PUSHERS, otel={"delivery_report": True}),
+    )
+    assert slurm.status.get("start") == "0", slurm.start_error
+    assert slurm.status.get("stop") == "0", slurm.stop_error
+    assert slurm.status.get("pushers") == "0", slurm.output_tail()
+    assert f"{COLLECTOR_SERVICE_NAME}_drain" in slurm.steps_seen, sorted(slurm.steps_seen)
+    result = slurm.result
+    assert result is not None
+    end = read_reports({name: pusher_report(slurm.work, name) for name in PUSHERS}, 0.0)
+    items = destinations(result)
+    wrong = [
+        problem
+        for where, held_there in items.items()
+        if (problem := count_differences(where, held(held_there), end.accepted))
+    ]
+    assert not wrong, "; ".join(wrong)
+    found = unattributed(items["backend"])
+    assert not found, f"{sum(found.values())} items at the backend lack the job's attributes"
+    check_token_hidden(slurm)
+    print_stop(
+        slurm, f"; accepted spans/points/logs {[sum(end.accepted[s].values()) for s in SIGNALS]}"
+    )

@@ -21,6 +21,7 @@ from nemo_gym.orchestration.executors.otel import COLLECTOR_SERVICE_NAME
 
 from . import helpers
 from .e2e_job import PRODUCER_SCRIPT, Job
+from .e2e_job_end import PUSHER_SCRIPT, SDK_TIMEOUT_SECONDS
 
 TESTS = helpers.REPO / "tests"
 # The job's services: step name -> the fixture it serves (None: the vLLM-shaped model service).
@@ -42,6 +43,12 @@ STOP_SIGNALS = {
 LATE_PRODUCER = "gym-late-server"
 LATE_REPORT = "late-producer.jsonl"
 LATE_WAIT_POLLS = 3000  # of 20 ms: at most a minute for the late producer's report
+PUSHER_STEP = "pusher"
+
+
+def pusher_report(work: Path, service: str) -> Path:
+    """Where a pusher step reports what the collector accepted (``e2e_pusher.Report``)."""
+    return work / f"{service}.accepted.jsonl"
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,9 @@ class Scenario:
     # Turns the written collector.yaml into a broken one, as a hand edit could.
     break_config: Callable[[str], str] | None = None
     otel: dict[str, Any] = field(default_factory=dict)  # more keys of the otel section
+    # Servers that push until the job ends (``e2e_pusher.py``, one step each): started after
+    # the collector, TERMed only after its stop (and the stop's drain) returned.
+    pushers: tuple[str, ...] = ()
 
 
 def _quoted(values: list[str] | tuple[str, ...]) -> str:
@@ -153,7 +163,7 @@ record start $?
 if [[ $(tail -n 1 {status}) != start=0 ]]; then
     exit 0
 fi
-(
+{_pushers_start(scenario, work, exports)}(
 {textwrap.indent(exports, " " * 4)}
     srun --overlap --nodes=1 --ntasks=1 --job-name=driver --export=ALL {driver}
 )
@@ -163,5 +173,37 @@ touch {shlex.quote(str(work / "stopping"))}
 stop_collector 2>{shlex.quote(str(work / "stop.err"))}
 record stop $?
 record stop_ended "$(date +%s.%N)"
-{steps} >{shlex.quote(str(work / "steps-after-stop"))}
+{_pushers_stop(scenario)}{steps} >{shlex.quote(str(work / "steps-after-stop"))}
+"""
+
+
+def _pushers_start(scenario: Scenario, work: Path, exports: str) -> str:
+    """The pusher steps, in the background, in the driver's environment."""
+    if not scenario.pushers:
+        return ""
+    python = _quoted([sys.executable])
+    steps = "\n".join(
+        f"    OTEL_SERVICE_NAME={shlex.quote(name)} srun --overlap --nodes=1 --ntasks=1 "
+        f"--job-name={PUSHER_STEP} --export=ALL {python} {shlex.quote(str(PUSHER_SCRIPT))} "
+        f"--report={shlex.quote(str(pusher_report(work, name)))} &"
+        for name in scenario.pushers
+    )
+    return f"""(
+{textwrap.indent(exports, " " * 4)}
+    export OTEL_EXPORTER_OTLP_TIMEOUT={SDK_TIMEOUT_SECONDS}
+{steps}
+    wait
+) &
+pushers=$!
+"""
+
+
+def _pushers_stop(scenario: Scenario) -> str:
+    """TERM to the pusher steps once the stop returned: they pushed through it."""
+    if not scenario.pushers:
+        return ""
+    return f"""scancel --signal=TERM $(squeue -s -h -j "$SLURM_JOB_ID" -o '%i %j' | awk '$2 == "{PUSHER_STEP}" {{print $1}}')
+wait "$pushers"
+record pushers $?
+record pushers_ended "$(date +%s.%N)"
 """

@@ -24,6 +24,10 @@ OTLP_HTTP_PORT = 4318
 # The loopback port of the hop from the backend's disk queue to the tenant stamp (see the
 # template's data flow), and the queue's folder in <job dir>/otel/.
 QUEUE_HOP_PORT = 4319
+# The stop's drain's own receiver, on the hop's loopback host: its queue pipelines' receiver and
+# where its delivery report is pushed. The drain binds neither of the job's OTLP ports, which
+# the job's processes may still push to while it runs.
+DRAIN_RECEIVER_PORT = 4320
 QUEUE_DIR_NAME = "queue"
 GYM_TELEMETRY_EXTRA = "telemetry"
 FINAL_SCRAPE_GRACE_SECONDS = 20

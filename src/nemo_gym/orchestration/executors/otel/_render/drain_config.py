@@ -1,25 +1,30 @@
 """The drain config: the job's own backend path, reading what its disk queue still holds.
 
-A stop leaves on disk what was still queued (the hop's receiver closes with the other
-receivers, before the queue's exporter could send its last batch), and so does an outage that
-outlasts the job. The drain config sends it: cut from the job's rendered config, so its backend
-path is the job's own, override and all (the same queue exporter and storage, the same tenant
-stamp and backend exporter, the same token reference), and checked by the same rules before it
-is written beside ``collector.yaml``. The job step runs it after the collector (see
-:mod:`..._step.collector_step`); ``nemo-gym-otel drain`` runs it later, from any node.
+A stop can leave on disk what was still queued (a request the stop interrupted stays queued,
+see docs/guide/outages.md), and so does an outage that outlasts the job. The drain config sends
+it: cut from the job's rendered config, so its backend path is the job's own, override and all
+(the same queue exporter and storage, the same tenant stamp and backend exporter, the same token
+reference), and checked by the same rules before it is written beside ``collector.yaml``. The
+job step runs it after the collector (see :mod:`..._step.collector_step`); ``nemo-gym-otel
+drain`` runs it later, from any node.
 
-What it keeps: every pipeline receiving from a hop (the backend path), unchanged; each pipeline
-that fed a disk-queued hop, now fed by the job's own OTLP receiver instead of the ingest
-pipelines (nothing sends there but the collector's own delivery report, when it pushes one);
-and, where the job wrote metrics to files, a pipeline writing that receiver's metrics there, so
-a drain's own readings join the delivery report. Nothing else: no scrape, no processing of
-the job's data, no connector.
+The drain takes nothing from the job's processes: they may still be pushing while it runs (a
+server whose driver ended), and what it took would miss the files and the job's attributes. So
+it binds neither of the job's OTLP ports. What it keeps: every pipeline receiving from a hop
+(the backend path), unchanged; each pipeline that fed a disk-queued hop, fed now by the drain's
+own receiver (``DRAIN_RECEIVER``, HTTP on the hop's loopback host at ``DRAIN_RECEIVER_PORT``,
+which no job's process is pointed at) through the processors of the job's pipelines that fed it,
+so what arrives is stamped as the job's collector stamps it; and, where the job wrote metrics to
+files, a pipeline writing that receiver's metrics there the same way. Only the drain's own
+delivery report arrives there, when the job pushes one: the readings are sent to this receiver
+instead of the job's OTLP/HTTP port. No scrape, no connector.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from .._checks.graph import (
     SECTIONS,
@@ -30,39 +35,40 @@ from .._checks.graph import (
     signal_of,
 )
 from .._checks.hops import disk_hops
+from .._common.constants import DRAIN_RECEIVER_PORT
+from .._common.hosts import host_port
 from .._templating.file_compression import gate_arguments
 
 DRAIN_FILES_PIPELINE = "metrics/drain_readings"
+DRAIN_RECEIVER = "otlp/drain"
 
 
 def drain_document(config: Mapping[str, Any]) -> dict[str, Any] | None:
     """The drain config cut from a job's parsed config; None when nothing is queued on disk."""
     hops = disk_hops(config)
-    ingest = next(
-        (
-            str(r)
-            for r in section_of(config, "receivers")
-            if component_type(str(r)) == "otlp" and r not in hops.values()
-        ),
-        None,
-    )
-    if not hops or ingest is None:
+    if not hops:
         return None
+    pipelines = pipelines_of(config)
     kept: dict[str, dict[str, Any]] = {}
     file_exporters: list[str] = []
-    for pipeline_id, pipeline in pipelines_of(config).items():
+    for pipeline_id, pipeline in pipelines.items():
         if set(pipeline_refs(pipeline, "receivers")) & set(hops.values()):
             kept[pipeline_id] = dict(pipeline)
         elif queued := [e for e in pipeline_refs(pipeline, "exporters") if e in hops]:
-            kept[pipeline_id] = {"receivers": [ingest], "exporters": queued}
+            kept[pipeline_id] = _fed_by_drain(pipelines, pipeline, queued)
         elif signal_of(pipeline_id) == "metrics":
             file_exporters += [
                 e
                 for e in pipeline_refs(pipeline, "exporters")
                 if component_type(e) == "file" and e not in file_exporters
             ]
-    if file_exporters:
-        kept[DRAIN_FILES_PIPELINE] = {"receivers": [ingest], "exporters": file_exporters}
+    readings = next((p for i, p in kept.items() if signal_of(i) == "metrics"), None)
+    if file_exporters and readings is not None:
+        kept[DRAIN_FILES_PIPELINE] = {
+            "receivers": [DRAIN_RECEIVER],
+            **({"processors": list(readings["processors"])} if "processors" in readings else {}),
+            "exporters": file_exporters,
+        }
     used = {
         ref
         for p in kept.values()
@@ -78,10 +84,71 @@ def drain_document(config: Mapping[str, Any]) -> dict[str, Any] | None:
             document[section] = dict(components)
         else:
             document[section] = {k: v for k, v in components.items() if k in used}
+    address = host_port(_listen_host(config, next(iter(hops.values()))), DRAIN_RECEIVER_PORT)
+    document["receivers"][DRAIN_RECEIVER] = {"protocols": {"http": {"endpoint": address}}}
     service = dict(section_of(config, "service"))
+    service["telemetry"] = _readings_moved(service.get("telemetry"), config, hops, address)
     service["pipelines"] = kept
     document["service"] = service
     return document
+
+
+def _fed_by_drain(
+    pipelines: Mapping[str, Mapping[str, Any]], pipeline: Mapping[str, Any], queued: list[str]
+) -> dict[str, Any]:
+    """A pipeline feeding the disk queue, fed by the drain's receiver instead, through the
+    processors of the job's pipelines that fed it (through a connector) and its own."""
+    feeders = set(pipeline_refs(pipeline, "receivers"))
+    processors: list[str] = []
+    for other in pipelines.values():
+        if feeders & set(pipeline_refs(other, "exporters")):
+            processors += [p for p in pipeline_refs(other, "processors") if p not in processors]
+    processors += [p for p in pipeline_refs(pipeline, "processors") if p not in processors]
+    fed: dict[str, Any] = {"receivers": [DRAIN_RECEIVER]}
+    if processors:
+        fed["processors"] = processors
+    fed["exporters"] = queued
+    return fed
+
+
+def _http_endpoint(body: Any) -> str | None:
+    """host:port an ``otlp`` receiver's HTTP protocol binds."""
+    protocols = body.get("protocols") if isinstance(body, Mapping) else None
+    http = protocols.get("http") if isinstance(protocols, Mapping) else None
+    endpoint = http.get("endpoint") if isinstance(http, Mapping) else None
+    return endpoint if isinstance(endpoint, str) else None
+
+
+def _listen_host(config: Mapping[str, Any], receiver: str) -> str:
+    """The host a hop's receiver binds (a loopback address; ``disk_hops`` found it there)."""
+    endpoint = _http_endpoint(section_of(config, "receivers").get(receiver)) or ""
+    return endpoint.rpartition(":")[0].strip("[]")
+
+
+def _readings_moved(
+    telemetry: Any, config: Mapping[str, Any], hops: Mapping[str, str], address: str
+) -> Any:
+    """The collector's own telemetry with every push to the job's OTLP/HTTP receiver (the
+    delivery report) sent to the drain's receiver instead: the drain binds no job's port."""
+    ports = {
+        endpoint.rpartition(":")[2]
+        for receiver_id, body in section_of(config, "receivers").items()
+        if component_type(str(receiver_id)) == "otlp" and receiver_id not in hops.values()
+        if (endpoint := _http_endpoint(body))
+    }
+
+    def moved(node: Any) -> Any:
+        if isinstance(node, Mapping):
+            return {key: moved(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [moved(item) for item in node]
+        if isinstance(node, str) and node.startswith("http://"):
+            parts = urlsplit(node)
+            if str(parts.port) in ports:
+                return urlunsplit(parts._replace(netloc=address))
+        return node
+
+    return moved(telemetry)
 
 
 def _compressing_file_exporters(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:

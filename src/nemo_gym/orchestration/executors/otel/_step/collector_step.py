@@ -37,7 +37,7 @@ from .._common.hosts import host_port
 from .._render.rendering import bench_dir_argument, check_render_inputs, collector_config_path
 from .._submit.config import SubmitConfig
 from .._templating.catalogue import STEP_DIR
-from .._templating.context import delivery_report_endpoint, scrape_checked
+from .._templating.context import delivery_report_endpoint, drain_report_endpoint, scrape_checked
 from .._templating.environment import render_builtin
 from .._templating.file_compression import (
     compresses_files,
@@ -235,7 +235,11 @@ def collector_step_script(
         # In a container the binary is the image's business, and srun's own error lands in the log.
         "binary": step.command[0] if otel.container is None else None,
         "token_variables": [name for name in step.env_names if name != "SLURM_JOB_ID"],
-        "lost_reading": _LOST_READING.format(endpoint=delivery_report_endpoint(otel.listen_host))
+        # The collector's last push and the drain's, each to its own receiver (see the template).
+        "lost_readings": [
+            _LOST_READING.format(endpoint=endpoint(otel.listen_host))
+            for endpoint in (delivery_report_endpoint, drain_report_endpoint)
+        ]
         if otel.delivery_report
         else None,
         "pools": step.pools,

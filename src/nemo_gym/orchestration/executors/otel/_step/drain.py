@@ -62,7 +62,7 @@ from .._common.constants import (
 from .._common.errors import SubmitConfigError
 from .._common.text_file import open_regular, read_text_file
 from .._common.yaml_loader import parse_yaml
-from .._render.drain_config import DRAIN_FILES_PIPELINE, feature_gate_arguments
+from .._render.drain_config import DRAIN_FILES_PIPELINE, DRAIN_RECEIVER, feature_gate_arguments
 
 _RETRIED_AFTER_TIMEOUT = re.compile(
     r"Exporting failed\. Will retry the request after interval\..*deadline exceeded"
@@ -204,9 +204,21 @@ def local_drain_document(document: Mapping[str, Any], metrics_port: int) -> dict
     metrics["readers"] = [
         {"pull": {"exporter": {"prometheus": {"host": "127.0.0.1", "port": metrics_port}}}}
     ]
-    # Nothing pushes readings now, so the pipeline that wrote them to the files goes too.
+    # Nothing pushes readings now, so the pipeline that wrote them to the files goes too, and
+    # nothing arrives at the drain's own receiver: its pipelines need no stamp (which reads
+    # SLURM_JOB_ID, unset where a drain runs later).
     pipelines = service.get("pipelines")
     dropped = pipelines.pop(DRAIN_FILES_PIPELINE, None) if isinstance(pipelines, dict) else None
+    for pipeline in pipelines.values() if isinstance(pipelines, dict) else ():
+        if isinstance(pipeline, dict) and pipeline_refs(pipeline, "receivers") == [DRAIN_RECEIVER]:
+            pipeline.pop("processors", None)
+    processing = {
+        processor
+        for pipeline in pipelines_of(local).values()
+        for processor in pipeline_refs(pipeline, "processors")
+    }
+    if isinstance(local.get("processors"), dict):
+        local["processors"] = {k: v for k, v in local["processors"].items() if k in processing}
     used = {e for p in pipelines_of(local).values() for e in pipeline_refs(p, "exporters")}
     exporters = local.get("exporters")
     for exporter in pipeline_refs(dropped, "exporters") if isinstance(dropped, Mapping) else ():

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from .._common.constants import (
     COLLECTOR_HEALTH_PORT,
+    DRAIN_RECEIVER_PORT,
     FINAL_SCRAPE_GRACE_SECONDS,
     GYM_TELEMETRY_EXTRA,
     OTLP_GRPC_PORT,
@@ -30,13 +31,16 @@ if TYPE_CHECKING:
 _HOST_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 _NOT_AN_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 # The ports of the job's own collector: its listeners on otel.listen_host and the disk
-# queue's hop on loopback.
+# queue's hop and the stop's drain on loopback.
 _OWN_PORTS = {
     COLLECTOR_HEALTH_PORT: "the collector's health check",
     OTLP_GRPC_PORT: "the collector's OTLP/gRPC receiver",
     OTLP_HTTP_PORT: "the collector's OTLP/HTTP receiver",
 }
-_HOP_PORT = {QUEUE_HOP_PORT: "the receiver of the collector's disk-queue hop"}
+_HOP_PORT = {
+    QUEUE_HOP_PORT: "the receiver of the collector's disk-queue hop",
+    DRAIN_RECEIVER_PORT: "the receiver of the stop's drain",
+}
 
 
 def check_config_rules(config: SubmitConfig) -> None:
@@ -186,7 +190,7 @@ def _check_endpoint(config: SubmitConfig) -> None:
 def _own_collector_port(host: str, port: int | None, listen_host: str) -> str | None:
     """What of the job's own collector answers at ``host:port``, if anything: its listeners
     answer on ``listen_host`` (on loopback too when that is loopback or a wildcard), the
-    queue's hop on loopback."""
+    queue's hop and the stop's drain on loopback."""
     host = host.lower()
     if port in _HOP_PORT and is_loopback(host):
         return _HOP_PORT[port]

@@ -45,6 +45,7 @@ from .._common.constants import (
     COLLECTOR_HEALTH_PORT,
     DELIVERY_REPORT_INTERVAL_SECONDS,
     DELIVERY_REPORT_MARKER,
+    DRAIN_RECEIVER_PORT,
     OTLP_GRPC_PORT,
     OTLP_HTTP_PORT,
     QUEUE_DIR_NAME,
@@ -109,6 +110,12 @@ def delivery_report_endpoint(listen_host: str) -> str:
     """Where the collector pushes its own counters (``otel.delivery_report``): its OTLP/HTTP
     receiver. The job step knows a lost push to it by this URL."""
     return f"http://{host_port(connect_host(listen_host), OTLP_HTTP_PORT)}/v1/metrics"
+
+
+def drain_report_endpoint(listen_host: str) -> str:
+    """Where the stop's drain pushes its own counters: its own receiver on the hop's host (see
+    :mod:`.._render.drain_config`). The job step knows a lost push to it by this URL."""
+    return f"http://{host_port(hop_host(listen_host), DRAIN_RECEIVER_PORT)}/v1/metrics"
 
 
 def submitting_user() -> str:
