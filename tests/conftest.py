@@ -4,9 +4,14 @@ first), imported as modules."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
-from support import helpers
+from support import helpers, worker_network
+
+# Parallel workers for `-n auto` (the README's command, through addopts): the suite mostly waits
+# on collectors, so more workers than the machine's 2 cores keep both busy.
+AUTO_WORKERS = 4
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -30,3 +35,51 @@ def _no_ambient_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def example_mapping() -> dict:
     return helpers.load_mapping(helpers.EXAMPLE)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Parallel only where each worker can have a network namespace of its own (root): the
+    collector's fixed ports would collide otherwise; 0 runs the suite in this process."""
+    return AUTO_WORKERS if worker_network.can_isolate() else 0
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker, before any of its tests
+        config.stash[_NETWORK] = worker_network.WorkerNetwork()
+
+
+_NETWORK = pytest.StashKey[worker_network.WorkerNetwork]()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Groups for ``--dist loadgroup``: every Slurm test on one worker (their jobs share the
+    clusters' nodes and ports, so they run one after the other as before), and the tests of a
+    module that share a module-scoped fixture on one worker (the fixture, often minutes of
+    collector runs, is set up once)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        if item.get_closest_marker("slurm"):
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+        elif _shares_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _shares_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(
+        definition.scope in ("module", "class")  # not the session's: tmp_path_factory is one
+        for definitions in info.name2fixturedefs.values()
+        for definition in definitions
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """A Slurm test (its fixtures too) runs in the machine's network namespace, where the
+    clusters' daemons and jobs are (see support/worker_network.py)."""
+    network = item.config.stash.get(_NETWORK, None)
+    if network is None or not item.get_closest_marker("slurm"):
+        return (yield)
+    with network.host():
+        return (yield)

@@ -1,0 +1,61 @@
+"""A network namespace of its own for each parallel test worker, so fixed ports never collide.
+
+The collector binds fixed ports (4317, 4318, 4319, 13133, its delivery report's), so two tests
+that start one at the same time on the same loopback would fail each other. Each pytest-xdist
+worker therefore moves, before it runs any test, into a new network namespace with only its
+loopback up: every collector, backend and producer a test starts from that worker shares the
+worker's loopback and no other worker's. The switch is per thread (``unshare`` and ``setns``
+act on the calling thread), which is why it happens in the worker's main thread, the one that
+runs the tests, before any test started a thread or a process: both inherit it.
+
+Slurm tests cannot live there: their jobs run under the clusters' slurmd, in the machine's own
+namespace (the single-node cluster) or in the nodes' namespaces on the host's bridge (the
+three-node one), and reach the test's backend there. So a Slurm test runs in the machine's
+namespace (:func:`host_network`), and all of them run on one worker (see ``conftest.py``), one
+after the other, as they did before the suite ran in parallel.
+
+Entering a namespace needs root (CAP_SYS_ADMIN); without it the suite runs on one worker
+(``conftest.pytest_xdist_auto_num_workers``), as it always could.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import subprocess
+from collections.abc import Iterator
+
+_CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def can_isolate() -> bool:
+    """Whether this process may make network namespaces (root, and the calls exist)."""
+    return os.geteuid() == 0 and hasattr(_libc, "unshare") and hasattr(_libc, "setns")
+
+
+class WorkerNetwork:
+    """The machine's network namespace and the worker's own, both held open by descriptor."""
+
+    def __init__(self) -> None:
+        self._host = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        _check(_libc.unshare(_CLONE_NEWNET), "unshare(CLONE_NEWNET)")
+        self._own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        # A new namespace's loopback is down: nothing could listen on 127.0.0.1.
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+
+    @contextlib.contextmanager
+    def host(self) -> Iterator[None]:
+        """Run the body in the machine's namespace, then come back to the worker's own."""
+        _check(_libc.setns(self._host, _CLONE_NEWNET), "setns(host)")
+        try:
+            yield
+        finally:
+            _check(_libc.setns(self._own, _CLONE_NEWNET), "setns(worker)")
+
+
+def _check(result: int, call: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{call}: {os.strerror(errno)}")
