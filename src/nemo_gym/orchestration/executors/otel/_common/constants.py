@@ -25,6 +25,10 @@ OTLP_HTTP_PORT = 4318
 # template's data flow), and the queue's folder in <job dir>/otel/.
 QUEUE_HOP_PORT = 4319
 QUEUE_DIR_NAME = "queue"
+# Beside it, when the job directory's file system does not lock files and the step's start put
+# the queue in a node-local folder (otel/queue then links there): one "<node> <folder>" line per
+# place an attempt of the job used (see _step/queue_place.py).
+QUEUE_PLACES_NAME = "queue-node-local"
 GYM_TELEMETRY_EXTRA = "telemetry"
 FINAL_SCRAPE_GRACE_SECONDS = 20
 SHUTDOWN_WAIT_SECONDS = 30
