@@ -1,4 +1,5 @@
-"""``nemo-gym-otel drain``: send what a job's disk queue still holds, from any node, later.
+"""``nemo-gym-otel drain``: send what a job's disk queue still holds, from any node, later (a
+queue on a node's own disk from that node only).
 
 The job directory's ``otel/drain.yaml`` is the job's own backend path (see
 :mod:`.._render.drain_config`), so the drain needs nothing but a collector binary of the job's

@@ -10,7 +10,7 @@ asks the job directory's file system, not a guess from its type: it takes and dr
 exclusive lock (util-linux ``flock -n``) on the collector's log, a file of ``otel/`` the step
 writes anyway. Where that fails, the queue goes to a folder on the node's own disk, unique to
 the job, ``${TMPDIR:-/tmp}/nemo-gym-otel-<SLURM_JOB_ID>-<key>`` (the key: from the job
-directory's path), after the same probe there, and ``otel/queue`` becomes a link to it. The
+directory's path; ``/tmp`` where ``TMPDIR`` is no absolute path of a folder), after the same probe there, and ``otel/queue`` becomes a link to it. The
 start appends ``<node> <folder>`` to ``otel/queue-node-local`` (nothing secret) and says where
 the queue is and why in the collector's log.
 
