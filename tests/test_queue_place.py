@@ -12,35 +12,13 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from support import helpers, job_fs
 
-from nemo_gym.orchestration.executors.otel import SubmitConfig, collector_step_script
-
 MOVED = "nemo-gym-otel: the backend's queue is node-local on "
 JOB_ID = "4242"
-
-
-def _mapping(**otel: Any) -> dict[str, Any]:
-    mapping = yaml.safe_load(helpers.EXAMPLE.read_text(encoding="utf-8"))
-    mapping["otel"].update(otel)
-    return mapping
-
-
-def _job_dir(parent: Path, **otel: Any) -> tuple[Path, str]:
-    """A rendered job directory under ``parent`` and its step fragment."""
-    config = parent / "submit.yaml"
-    config.write_text(yaml.safe_dump(_mapping(**otel)), encoding="utf-8")
-    job_dir = parent / "runs" / "gym-demo" / "aime25"
-    result = helpers.run_cli(
-        "render", config, "--benchmark", "aime25", "--job-dir", job_dir, cwd=parent
-    )
-    assert result.returncode == 0, result.stderr
-    fragment = collector_step_script(SubmitConfig.from_dict(_mapping(**otel)), "aime25", job_dir)
-    return job_dir, fragment
 
 
 def _place(
@@ -61,7 +39,7 @@ def _place(
 
 @pytest.fixture
 def noflock_job(tmp_path: Path) -> tuple[Path, str]:
-    return _job_dir(job_fs.fresh_folder("noflock"))
+    return helpers.rendered_job_dir(job_fs.fresh_folder("noflock"))
 
 
 def _log(job_dir: Path) -> list[str]:
@@ -73,7 +51,7 @@ def _places(job_dir: Path) -> list[str]:
 
 
 def test_a_job_dir_that_locks_keeps_the_queue(tmp_path: Path) -> None:
-    job_dir, fragment = _job_dir(tmp_path)
+    job_dir, fragment = helpers.rendered_job_dir(tmp_path)
     placed = _place(fragment, "n1", tmp_path / "node-tmp")
     assert (placed.returncode, placed.stderr) == (0, "")
     otel = job_dir / "otel"
@@ -119,7 +97,7 @@ def test_an_unusable_tmpdir_falls_back_to_tmp_and_two_jobs_differ(
     noflock_job: tuple[Path, str], tmp_path: Path
 ) -> None:
     job_dir, fragment = noflock_job
-    other_dir, other_fragment = _job_dir(job_fs.fresh_folder("noflock"))
+    other_dir, other_fragment = helpers.rendered_job_dir(job_fs.fresh_folder("noflock"))
     folders = []
     try:
         for fragment_of in (fragment, other_fragment):
@@ -147,7 +125,9 @@ def test_no_node_local_lock_either_fails_the_start_in_one_line(
 
 
 def test_in_a_container_the_start_fails_where_the_queue_would_move(tmp_path: Path) -> None:
-    job_dir, fragment = _job_dir(job_fs.fresh_folder("noflock"), container="otel/collector:1")
+    job_dir, fragment = helpers.rendered_job_dir(
+        job_fs.fresh_folder("noflock"), container="otel/collector:1"
+    )
     placed = _place(fragment, "n1", tmp_path)
     assert placed.returncode == 1
     (line,) = placed.stderr.splitlines()

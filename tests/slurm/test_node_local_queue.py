@@ -17,12 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 from support import helpers, job_fs
 from support.otelcol import collector_binary
 from support.slurm_multi import component_ids, job_state, require_multi_cluster, submit, wait_gone
-
-from nemo_gym.orchestration.executors.otel import SubmitConfig, collector_step_script
 
 pytestmark = [pytest.mark.slurm, pytest.mark.collector]
 
@@ -45,16 +42,7 @@ done
 
 def test_drain_runs_only_on_the_node_that_holds_the_queue(tmp_path: Path) -> None:
     require_multi_cluster()
-    parent = job_fs.fresh_folder("noflock")
-    mapping = yaml.safe_load(helpers.EXAMPLE.read_text(encoding="utf-8"))
-    config = parent / "submit.yaml"
-    config.write_text(yaml.safe_dump(mapping), encoding="utf-8")
-    job_dir = parent / "runs" / "gym-demo" / "aime25"
-    rendered = helpers.run_cli(
-        "render", config, "--benchmark", "aime25", "--job-dir", job_dir, cwd=tmp_path
-    )
-    assert rendered.returncode == 0, rendered.stderr
-    fragment = collector_step_script(SubmitConfig.from_dict(mapping), "aime25", job_dir)
+    job_dir, fragment = helpers.rendered_job_dir(job_fs.fresh_folder("noflock"))
     (tmp_path / "collector-step.sh").write_text(fragment, encoding="utf-8")
     script = tmp_path / "job.sh"
     script.write_text(
