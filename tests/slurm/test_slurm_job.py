@@ -14,12 +14,13 @@ Outside CI the suite skips when no cluster takes jobs (run ``.ci/slurm-up`` as r
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import helpers
+from support import helpers, job_fs
 from support.e2e_backend import OtlpBackend, RoutingProxy
 from support.e2e_checks import (
     check_files,
@@ -379,3 +380,98 @@ def test_servers_pushing_until_the_job_ends(
     print_stop(
         slurm, f"; accepted spans/points/logs {[sum(end.accepted[s].values()) for s in SIGNALS]}"
     )
+
+
+# --- job directories on other file systems (issue 37, "No flock, no failed job") ---------------
+# The job directory on the mounts of .ci/job-fs-up: noflock (flock fails with ENOSYS, as on Lustre
+# without flock) and sshfs (a network file system whose flock works, node-locally). On noflock the
+# collector cannot open its disk queue in the job directory (bbolt flocks its database): the
+# step's start puts it in a node-local folder, and the job starts, delivers everything and drains
+# at the stop. On sshfs the queue stays where it was.
+
+DRAIN_STEP = f"{COLLECTOR_SERVICE_NAME}_drain"
+MOVED = "nemo-gym-otel: the backend's queue is node-local on "
+
+
+@pytest.fixture
+def node_local() -> Iterator[list[Path]]:
+    """The node-local queue folders a test's jobs made (the cluster's one node is this host)."""
+    made: list[Path] = []
+    yield made
+    for folder in made:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_on(
+    file_system: str,
+    tmp_path: Path,
+    backend: OtlpBackend,
+    proxy: RoutingProxy,
+    token: str,
+    line: str,
+) -> SlurmRun:
+    """The whole life of a default job whose job directory is on ``file_system``."""
+    job_parent = job_fs.fresh_folder(file_system)
+    name = f"{file_system}-{line}"
+    slurm = run_slurm_job(tmp_path / name, job_parent, scenario(name, token, line), backend, proxy)
+    result = check_started_and_stopped(slurm)
+    assert DRAIN_STEP in slurm.steps_seen, f"the stop ran no drain: {sorted(slurm.steps_seen)}"
+    check_run(result)
+    check_job_end(result, destinations(result))
+    check_token_hidden(slurm)
+    return slurm
+
+
+def queue_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.is_file() and p.stat().st_size > 0)
+
+
+@pytest.mark.parametrize("line", ("current", "legacy"))
+def test_no_flock_job_dir_queues_node_locally(
+    tmp_path: Path,
+    backend: OtlpBackend,
+    proxy: RoutingProxy,
+    token: str,
+    line: str,
+    node_local: list[Path],
+) -> None:
+    """flock fails in the job directory: the queue goes node-local, the job delivers all, the
+    stop's drain reaches the queue, the log and the report say where it was."""
+    slurm = run_on("noflock", tmp_path, backend, proxy, token, line)
+    otel = slurm.job_dir / "otel"
+    queue = otel / "queue"
+    places = (otel / "queue-node-local").read_text("utf-8").splitlines()
+    assert len(places) == 1, places
+    node, _, folder = places[0].partition(" ")
+    node_local.append(Path(folder))
+    assert queue.is_symlink(), "otel/queue is no link: the queue stayed in the job directory"
+    assert queue.readlink() == Path(folder), (queue.readlink(), folder)
+    assert Path(folder).name.startswith(f"nemo-gym-otel-{slurm.job_id}-"), folder
+    # The queue's databases are there (the collector and the drain opened them), and the
+    # token is not.
+    assert queue_files(Path(folder)), f"no queue database in {folder}"
+    for path in Path(folder).iterdir():
+        assert token.encode() not in path.read_bytes(), f"the token is in {path}"
+    log = (otel / "collector.log").read_text("utf-8")
+    (said,) = [x for x in log.splitlines() if x.startswith(MOVED)]
+    assert f"on {node} in {folder}" in said and "Function not implemented" in said, said
+    text = helpers.run_cli("report", slurm.job_dir, cwd=tmp_path).stdout
+    (where,) = [x for x in text.splitlines() if x.startswith("backend queue:")]
+    assert f"node-local on {node} in {folder}" in where, where
+    assert f"drained only on {node}" in where, where
+    print(f"[{line}] job {slurm.job_id}: {said}")
+
+
+def test_sshfs_job_dir_keeps_the_queue(
+    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
+) -> None:
+    """flock works (node-locally) on sshfs: the queue stays in the job directory."""
+    slurm = run_on("sshfs", tmp_path, backend, proxy, token, "current")
+    otel = slurm.job_dir / "otel"
+    queue = otel / "queue"
+    assert queue.is_dir() and not queue.is_symlink(), "the queue left the job directory"
+    assert queue_files(queue), "no queue database in otel/queue"
+    assert not (otel / "queue-node-local").exists()
+    assert MOVED not in (otel / "collector.log").read_text("utf-8")
+    text = helpers.run_cli("report", slurm.job_dir, cwd=tmp_path).stdout
+    assert "backend queue:" not in text, text

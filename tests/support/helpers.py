@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 import yaml
 
 from nemo_gym.orchestration.api import SubmitConfig
-from nemo_gym.orchestration.executors.otel import render_collector_config
+from nemo_gym.orchestration.executors.otel import collector_step_script, render_collector_config
 from nemo_gym.orchestration.executors.otel._render.verdicts import asking_for, line_variants
 from nemo_gym.orchestration.executors.otel._templating.catalogue import search_path, template_set
 
@@ -204,6 +204,20 @@ def run_cli(
     )
     assert "Traceback" not in result.stderr, result.stderr
     return result
+
+
+def rendered_job_dir(parent: Path, **otel: Any) -> tuple[Path, str]:
+    """The bundled example (its ``otel`` keys changed by ``otel``) rendered by the CLI into
+    ``<parent>/runs/gym-demo/aime25``, and the job step's fragment for it."""
+    mapping = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    mapping["otel"].update(otel)
+    config = parent / "submit.yaml"
+    config.write_text(yaml.safe_dump(mapping), encoding="utf-8")
+    job_dir = parent / "runs" / "gym-demo" / "aime25"
+    result = run_cli("render", config, "--benchmark", "aime25", "--job-dir", job_dir, cwd=parent)
+    assert result.returncode == 0, result.stderr
+    fragment = collector_step_script(SubmitConfig.from_dict(mapping), "aime25", job_dir)
+    return job_dir, fragment
 
 
 def rendered_example(cwd: Path, *extra: str | os.PathLike[str]) -> str:

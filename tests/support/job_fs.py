@@ -36,9 +36,7 @@ def fresh_folder(name: str) -> Path:
     """A new, empty folder on the file system ``name``, for one test's job directories."""
     mount = mounted().get(name)
     if mount is None:
-        helpers.unavailable(
-            f"no {name} file system for job directories; run .ci/job-fs-up as root"
-        )
+        helpers.unavailable(f"no {name} file system for job directories; run .ci/job-fs-up as root")
     folder = mount / f"test-{uuid.uuid4().hex[:12]}"
     folder.mkdir(mode=0o777)
     return folder

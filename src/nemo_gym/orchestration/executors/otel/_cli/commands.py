@@ -40,6 +40,7 @@ from .._render.verdicts import (
 from .._step.collector_step import collector_step, collector_step_script
 from .._step.drain import DrainState, append_record
 from .._step.drain import drain as run_drain
+from .._step.queue_place import QueueOnAnotherNode
 from .._submit.config import SubmitConfig
 from .._submit.driver_env import merged_driver_env
 from .._submit.rules import validate_gym_telemetry
@@ -51,6 +52,7 @@ from .._views.report import show_report
 from .._views.verdicts import origin_text, show_verdicts, warning_lines
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_CANNOT_TELL, EXIT_STILL_QUEUED = 0, 1, 2, 3, 4
+EXIT_OTHER_NODE = 5  # drain: the queue is in a node-local folder of another node
 _REPORT_EXIT = {"complete": EXIT_OK, "incomplete": EXIT_INVALID, "cannot be told": EXIT_CANNOT_TELL}
 PROG = "nemo-gym-otel"
 _BUNDLED_EXAMPLE = "submit.yaml"
@@ -279,9 +281,16 @@ def drain(args: argparse.Namespace) -> int:
     def progress(state: DrainState) -> None:
         print(f"\r{progress_line(state)}\033[K", end="", file=sys.stderr, flush=True)
 
-    result = run_drain(
-        job_dir, collector, timeout_seconds=args.timeout, progress=progress if terminal else None
-    )
+    try:
+        result = run_drain(
+            job_dir,
+            collector,
+            timeout_seconds=args.timeout,
+            progress=progress if terminal else None,
+        )
+    except QueueOnAnotherNode as elsewhere:
+        print(f"{PROG}: {elsewhere}", file=sys.stderr)
+        return EXIT_OTHER_NODE
     ran = result.nothing_queued is None  # no queue folder: nothing ran, nothing to record
     if ran:
         if terminal:

@@ -3,7 +3,7 @@
 Exit codes: 0 success, 1 invalid input (submit config, template or collector YAML), 2 usage;
 ``report``: 0 complete, 1 incomplete, 3 cannot be told, 2 also a job directory file it cannot
 read; ``drain``: 0 the disk queue is empty (or was never made),
-4 items are still queued. A reader that closes the pipe early
+4 items are still queued, 5 the queue is in a node-local folder of another node (run it there). A reader that closes the pipe early
 (``report --format json | head -1``) ends the command quietly with 141, as SIGPIPE would.
 Messages go to stderr, one per problem, never as a traceback. Every command that prints results
 takes ``--format {text,json}``; the ``--json`` some commands had before is kept, hidden, as its

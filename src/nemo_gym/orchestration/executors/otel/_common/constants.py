@@ -29,6 +29,10 @@ QUEUE_HOP_PORT = 4319
 # the job's processes may still push to while it runs.
 DRAIN_RECEIVER_PORT = 4320
 QUEUE_DIR_NAME = "queue"
+# Beside it, when the job directory's file system does not lock files and the step's start put
+# the queue in a node-local folder (otel/queue then links there): one "<node> <folder>" line per
+# place an attempt of the job used (see _step/queue_place.py).
+QUEUE_PLACES_NAME = "queue-node-local"
 GYM_TELEMETRY_EXTRA = "telemetry"
 FINAL_SCRAPE_GRACE_SECONDS = 20
 SHUTDOWN_WAIT_SECONDS = 30

@@ -1,15 +1,16 @@
 """A job directory read back: per signal what its collector received and delivered, every scrape
-target's health, what the backend's disk queue still holds and its drains sent, and the job's
-verdict."""
+target's health, what the backend's disk queue still holds and its drains sent, where that queue
+was when it was not in the job directory, and the job's verdict."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._common.constants import COLLECTOR_CONFIG_NAME, COLLECTOR_DIR, COLLECTOR_LOG_NAME, SIGNALS
 from .._common.errors import JobDirError
+from .._step.queue_place import QueuePlace, queue_places
 from .collector_log import read_collector_log
 from .delivery_report import CANNOT_TELL, Progress, SignalReport, delivery_report, signal_files
 from .disk_queue import read_disk_queue
@@ -21,6 +22,9 @@ class JobReport:
     job_dir: Path
     signals: list[SignalReport]
     targets: list[TargetHealth]
+    # Where the job step put the backend's queue on a node's own disk, oldest first (empty: in
+    # the job directory, or in memory); the last is where otel/queue links to.
+    queue_places: list[QueuePlace] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -40,6 +44,9 @@ class JobReport:
             "verdict": self.verdict,
             "signals": [r.as_dict() for r in self.signals],
             "scrape_targets": [t.as_dict() for t in self.targets],
+            "backend_queue_node_local": [
+                {"node": p.node, "folder": str(p.folder)} for p in self.queue_places
+            ],
         }
 
 
@@ -77,4 +84,4 @@ def read_job_report(
     health = ScrapeHealth()
     health.expect_written_targets(otel_dir)
     signals = delivery_report(otel_dir, progress, health, log, queue)
-    return JobReport(job_dir, signals, health.targets())
+    return JobReport(job_dir, signals, health.targets(), queue_places(job_dir))

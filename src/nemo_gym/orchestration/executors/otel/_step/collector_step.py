@@ -49,6 +49,7 @@ from .._templating.file_compression import (
 from .._templating.scrape import ScrapeJob, pool_names, scrape_jobs, targets_dir
 from .finished_files import compress_context, finished_file_globs
 from .fresh_files import set_aside_context
+from .queue_place import queue_place_context
 
 STEP_TEMPLATE = f"{STEP_DIR}/collector_step.sh.j2"  # built in only; includes the rest of _step/
 
@@ -254,7 +255,10 @@ def collector_step_script(
         },
         **set_aside_context(zstd_files),
         **compress_context(otel_dir, SIGNALS, step.finished_files_kept, bool(step.finished_files)),
+        "queue": None,
     }
+    if otel.backend_queue_megabytes is not None:
+        context.update(queue_place_context(otel_dir, otel.container is not None))
     return render_builtin(STEP_TEMPLATE, context)
 
 

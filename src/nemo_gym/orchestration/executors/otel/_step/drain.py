@@ -1,4 +1,5 @@
-"""``nemo-gym-otel drain``: send what a job's disk queue still holds, from any node, later.
+"""``nemo-gym-otel drain``: send what a job's disk queue still holds, from any node, later (a
+queue on a node's own disk from that node only).
 
 The job directory's ``otel/drain.yaml`` is the job's own backend path (see
 :mod:`.._render.drain_config`), so the drain needs nothing but a collector binary of the job's
@@ -28,7 +29,9 @@ the wait for health lasts as long as the queue's folder keeps changing. The drai
 after ``_HEALTH_TIMEOUT_SECONDS`` in which the collector neither answered nor changed its
 queue's folder.
 
-The queue's folder is read where this node sees the job directory (:func:`relocated`).
+The queue's folder is read where this node sees the job directory (:func:`relocated`), or, where
+the job step put the queue on a node's own disk (its job directory's file system does not lock
+files, see :mod:`.queue_place`), in that folder, on that node only.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ from .._common.errors import SubmitConfigError
 from .._common.text_file import open_regular, read_text_file
 from .._common.yaml_loader import parse_yaml
 from .._render.drain_config import DRAIN_FILES_PIPELINE, DRAIN_RECEIVER, feature_gate_arguments
+from .queue_place import local_queue_folder
 
 _RETRIED_AFTER_TIMEOUT = re.compile(
     r"Exporting failed\. Will retry the request after interval\..*deadline exceeded"
@@ -321,11 +325,14 @@ def health_url(document: Mapping[str, Any]) -> str | None:
 
 def relocated(document: Mapping[str, Any], job_dir: Path) -> dict[str, Any]:
     """The drain config with the package's queue folder (``<job dir>/otel/queue``) where this
-    node sees the job directory. A job directory reached by another path than the one it was
-    rendered under (another mount point, a copy) would otherwise make the storage create an
-    empty queue at the old path, and the drain report nothing queued."""
+    node sees the job directory, or this node's node-local queue folder where the job step put
+    the queue there (:func:`.queue_place.local_queue_folder`, which raises
+    :class:`.queue_place.QueueOnAnotherNode` where the queue is on another node). A job
+    directory reached by another path than the one it was rendered under (another mount point, a
+    copy) would otherwise make the storage create an empty queue at the old path, and the drain
+    report nothing queued."""
     local = copy.deepcopy(dict(document))
-    here = str(job_dir.absolute() / COLLECTOR_DIR / QUEUE_DIR_NAME)
+    here = str(local_queue_folder(job_dir) or job_dir.absolute() / COLLECTOR_DIR / QUEUE_DIR_NAME)
     for extension_id, body in section_of(local, "extensions").items():
         if component_type(str(extension_id)) != "file_storage" or not isinstance(body, dict):
             continue

@@ -16,6 +16,7 @@ from .._job_dir.delivery_report import SignalReport
 from .._job_dir.disk_queue import possibly_twice
 from .._job_dir.job_report import read_job_report, telemetry_bytes
 from .._job_dir.scrape_health import TargetHealth
+from .._step.queue_place import QueuePlace
 
 _BAR_WIDTH = 30
 _HEADERS = ("signal", "received", "in files", "to backend", "failed/dropped", "verdict")
@@ -88,6 +89,22 @@ def _targets_section(targets: list[TargetHealth]) -> str:
     return "\n".join(lines)
 
 
+def _queue_places_section(places: list[QueuePlace]) -> str:
+    """Where the backend's queue was: a node-local folder is reached from its node only."""
+    *earlier, current = places
+    lines = [
+        f"backend queue: node-local on {current.node} in {current.folder} (the job directory's "
+        "file system does not lock files); what is left there can be drained only on "
+        f"{current.node}: run nemo-gym-otel drain there"
+    ]
+    lines += [
+        f"  an earlier attempt's queue stays on {p.node} in {p.folder}: "
+        f"only nemo-gym-otel drain run on {p.node} sends what is left there"
+        for p in earlier
+    ]
+    return "\n".join(lines)
+
+
 def show_report(job_dir: Path, output: str, log_path: Path | None = None) -> str:
     """Print the report of ``job_dir`` as ``output`` ("text" or "json") and return the job's
     verdict; a progress bar on a terminal's stderr while the files are read."""
@@ -107,6 +124,8 @@ def show_report(job_dir: Path, output: str, log_path: Path | None = None) -> str
         if any(retried.values()):
             counts = ", ".join(f"{signal} {n}" for signal, n in retried.items() if n)
             print(f"backend: {possibly_twice(sum(retried.values()))} ({counts})")
+        if report.queue_places:
+            print(_queue_places_section(report.queue_places))
         if report.targets:
             print(_targets_section(report.targets))
     return report.verdict
