@@ -61,7 +61,7 @@ def test_the_generator_refuses_an_overlay_key_given_twice(tmp_path: Path) -> Non
         generator.load_overlay("twice")
 
 
-@pytest.mark.parametrize("line", ["current", "legacy"])
+@pytest.mark.parametrize("line", _generator_module().lines())
 def test_the_shipped_schema_takes_every_option_the_lines_collectors_read(line: str) -> None:
     """Every option a component of the line's platform manifest reads, found by reflection on
     its compiled config (tools/configkeys: squashed structs of other packages, the ``enabled``
