@@ -68,7 +68,8 @@ def test_the_shipped_schema_takes_every_option_the_lines_collectors_read(line: s
     of a ``configoptional.Optional``...), is one the shipped schema takes where it is read, or
     is listed under ``unread`` in an overlay with its reason. The check of definitions against
     same-named Go structs that came before missed 33 on ``current`` (the HTTP server's
-    ``dialer``, squashed from confignet, and ``enabled`` of every optional section)."""
+    ``dialer``, squashed from confignet, and ``enabled`` of every optional section) and 29 on
+    ``legacy`` (``enabled``)."""
     if shutil.which("go") is None:
         helpers.unavailable("the go command is not on PATH: the options are read from Go")
     generator = _generator_module()
