@@ -18,10 +18,9 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 )
 
-// entry is one component of the manifest: its section, Go module and factory.
+// entry is one component of the manifest: its section and factory.
 type entry struct {
 	section string
-	module  string
 	factory any
 }
 
@@ -40,7 +39,6 @@ type node struct {
 
 type component struct {
 	Section string `json:"section"`
-	Module  string `json:"module"`
 	Type    string `json:"type"`
 	Config  *node  `json:"config"`
 }
@@ -57,7 +55,6 @@ func main() {
 		config := factory.MethodByName("CreateDefaultConfig").Call(nil)[0]
 		out = append(out, component{
 			Section: e.section,
-			Module:  e.module,
 			Type:    kind.(interface{ String() string }).String(),
 			Config:  walk(reflect.TypeOf(config.Interface()), map[reflect.Type]bool{}),
 		})
