@@ -213,6 +213,16 @@ def _targeted(line: str) -> dict[str, Callable[[Doc], None]]:
         "unknown-option/otlp-receiver-http": _set(
             "receivers|otlp|protocols|http|no_such_option", 1
         ),
+        # An optional section's enabled (configoptional reads it): false leaves it unset and
+        # unvalidated, though a key it does not know is still refused.
+        "optional/grpc-disabled": _set("receivers|otlp|protocols|grpc|enabled", False),
+        "optional/tls-disabled": _set("receivers|otlp|protocols|grpc|tls", {"enabled": False}),
+        "optional/tls-disabled-unknown-option": _set(
+            "receivers|otlp|protocols|grpc|tls", {"enabled": False, "no_such_option": 1}
+        ),
+        "optional/tls-enabled-without-certificate": _set(
+            "receivers|otlp|protocols|grpc|tls", {"enabled": True}
+        ),
         # bad values
         "value/file-format-xml": _set("exporters|file/logs|format", "xml"),
         "value/resource-action-smash": _set(
