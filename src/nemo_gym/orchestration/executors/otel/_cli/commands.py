@@ -24,6 +24,7 @@ from .._common.errors import (
     TemplateError,
     Violation,
 )
+from .._render.job_files import marked
 from .._render.rendering import (
     checked_rendering,
     render_job_files,
@@ -94,7 +95,10 @@ def render(args: argparse.Namespace) -> int:
         text, drain, found = render_job_files(
             config, args.benchmark, args.job_dir, template_dirs=args.template_dir
         )
-        result = text if args.stdout else write_rendered(text, args.job_dir, drain)
+        # --stdout prints collector.yaml as it would be written, its last line included.
+        result = (
+            marked(text, drain)[0] if args.stdout else write_rendered(text, args.job_dir, drain)
+        )
     _warn([*found, *caught])
     if "otlp_http" in config.otel.exporters:
         try:

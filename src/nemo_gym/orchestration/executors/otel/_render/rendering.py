@@ -15,7 +15,7 @@ from typing import Any
 
 from .._checks.collector_config import check_collector_config
 from .._checks.tenant import TenantPolicy
-from .._common.atomic_file import write_atomically
+from .._common.atomic_file import write_together
 from .._common.constants import COLLECTOR_CONFIG_NAME, COLLECTOR_DIR, DRAIN_CONFIG_NAME
 from .._common.errors import (
     CollectorConfigError,
@@ -34,6 +34,7 @@ from .._templating.catalogue import Line, search_path, template_set
 from .._templating.context import check_scrape_paths, checked, template_context
 from .._templating.environment import render_template
 from .drain_config import drain_document
+from .job_files import marked
 
 
 def collector_config_path(remote_bench_dir: str | os.PathLike[str]) -> Path:
@@ -143,7 +144,12 @@ def checked_drain_text(rendering: Rendering, parsed: Any) -> str | None:
         "its backend path alone,\n# reading what the disk queue holds. Re-render instead of "
         "editing it.\n"
     )
-    return header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
+    # libyaml's emitter where PyYAML has it (about a tenth of the pure-Python one's time, the
+    # same text for every golden rendering): a job's drain config is dumped at every write.
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return header + yaml.dump(
+        document, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100
+    )
 
 
 def render_checked(
@@ -195,8 +201,7 @@ def write_collector_config(
     template_dirs: Sequence[str | os.PathLike[str]] | None = None,
 ) -> Path:
     """Render, check and atomically write ``<remote_bench_dir>/otel/collector.yaml`` and, when
-    the backend's queue is on disk, ``drain.yaml`` beside it (written first: the step reads
-    ``collector.yaml`` as the sign that both are there)."""
+    the backend's queue is on disk, ``drain.yaml`` beside it (see :func:`write_rendered`)."""
     text, drain, found = render_job_files(
         config, benchmark_name, remote_bench_dir, template_dirs=template_dirs
     )
@@ -224,21 +229,34 @@ def render_job_files(
 def write_rendered(
     text: str, remote_bench_dir: str | os.PathLike[str], drain: str | None = None
 ) -> Path:
-    """Atomically write checked YAML as ``<remote_bench_dir>/otel/collector.yaml`` (and a
-    checked ``drain`` config as ``drain.yaml``, or remove one an earlier rendering left)."""
+    """Atomically write checked YAML as ``<remote_bench_dir>/otel/collector.yaml`` and a checked
+    ``drain`` config as ``drain.yaml`` beside it (or remove one an earlier rendering left), each
+    ending in the mark that ties them together (see :mod:`.job_files`).
+
+    Both temporaries are written and fsynced, ``drain.yaml`` is renamed (or removed) before
+    ``collector.yaml``, and the folder is fsynced once for both. What a crash can leave, and
+    why each state is harmless or refused by the step's start (which checks the mark):
+
+    - before either rename: the earlier pair, or nothing; stale temporaries (dot files the
+      collector never reads) that the next write into the folder removes;
+    - one rename kept, the other lost (before the folder fsync nothing orders them): the earlier
+      ``collector.yaml`` with the new ``drain.yaml``, the new ``collector.yaml`` with the earlier
+      one, a ``drain.yaml`` without any ``collector.yaml``, or a ``collector.yaml`` whose
+      ``drain.yaml`` is missing or was not removed: the mark names another ``drain.yaml`` (or
+      none), so the start refuses, or finds no ``collector.yaml`` at all and refuses; two
+      renderings whose marks agree wrote the very same texts, so a mix of them is the pair;
+    - after the folder fsync (when this returns): the new pair.
+
+    A failure (an exception, SIGTERM) removes what this write put in place, so it leaves no
+    ``drain.yaml`` without its ``collector.yaml``."""
     target = collector_config_path(bench_dir_argument(remote_bench_dir))
-    drain_path = target.with_name(DRAIN_CONFIG_NAME)
+    collector_text, drain_text = marked(text, drain)
+    files = [(COLLECTOR_CONFIG_NAME, collector_text)]
     try:
-        if drain is None:
-            drain_path.unlink(missing_ok=True)
+        if drain_text is None:
+            write_together(target.parent, files, removed=[DRAIN_CONFIG_NAME])
         else:
-            write_atomically(drain_path, drain)
-        try:
-            write_atomically(target, text)
-        except BaseException:  # a signal too: no drain config without its collector config
-            if drain is not None:
-                drain_path.unlink(missing_ok=True)
-            raise
+            write_together(target.parent, [(DRAIN_CONFIG_NAME, drain_text), *files])
     except OSError as exc:
         raise SubmitConfigError(
             "remote_bench_dir",
