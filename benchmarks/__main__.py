@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--quick] [--json FILE] [--only NAME ...] [--against CHECKOUT]``: print a
+"""``python -m benchmarks [--quick] [--json FILE] [--only NAME ...] [--against PYTHON]``: print a
 table, write JSON.
 
 Every comparison is measured side by side in this run; no figure is compared with one from
@@ -65,9 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--against",
         type=Path,
-        metavar="CHECKOUT",
-        help="another checkout with its own .venv: the write suite runs its package too, "
-        "alternating rounds, and prints both side by side",
+        metavar="PYTHON",
+        help="the Python of an environment with another build of the package (another "
+        "checkout's .venv/bin/python): the write suite runs it too, round for round, and "
+        "prints both side by side",
     )
     args = parser.parse_args(argv)
     repeats = 5 if args.quick else 21
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             (f"500 jobs written (goal < 2 s), {w['written']} files each", both("total")),
             ("first job (loads jinja2, compiles templates)", both("first", 1)),
             ("per job after the first", both("per_job")),
-            ("  of which rendering and checking (same jobs, no write)", both("render_only")),
+            ("  of which rendering and checking both files (no write)", both("render_only")),
         ]
     if "import" in args.only:
         from .render import import_cost
