@@ -233,22 +233,29 @@ def write_rendered(
     ``drain`` config as ``drain.yaml`` beside it (or remove one an earlier rendering left), each
     ending in the mark that ties them together (see :mod:`.job_files`).
 
-    Both temporaries are written and fsynced, ``drain.yaml`` is renamed (or removed) before
-    ``collector.yaml``, and the folder is fsynced once for both. What a crash can leave, and
-    why each state is harmless or refused by the step's start (which checks the mark):
+    Both temporaries are written and fsynced (at once), ``drain.yaml`` is renamed (or removed)
+    before ``collector.yaml``, and the folder is fsynced once for both. A power loss after any
+    of these calls leaves one of these states; each is harmless or refused by the step's start,
+    which checks the mark (``CollectorStep.files_mark``):
 
-    - before either rename: the earlier pair, or nothing; stale temporaries (dot files the
-      collector never reads) that the next write into the folder removes;
-    - one rename kept, the other lost (before the folder fsync nothing orders them): the earlier
-      ``collector.yaml`` with the new ``drain.yaml``, the new ``collector.yaml`` with the earlier
-      one, a ``drain.yaml`` without any ``collector.yaml``, or a ``collector.yaml`` whose
-      ``drain.yaml`` is missing or was not removed: the mark names another ``drain.yaml`` (or
-      none), so the start refuses, or finds no ``collector.yaml`` at all and refuses; two
-      renderings whose marks agree wrote the very same texts, so a mix of them is the pair;
-    - after the folder fsync (when this returns): the new pair.
+    - the folders this write made, lost with everything in them (before the folder fsync; or
+      after it on a file system that, unlike ext4, XFS and NFS, does not make a ``mkdir``
+      durable with it): no ``collector.yaml``, which the start refuses as it always did;
+    - before either rename: the earlier pair (consistent, written by an earlier call), or
+      nothing; the temporaries, whole or not, are dot files the collector never reads, and the
+      next write into the folder removes them once their process is gone;
+    - one rename (or the removal) kept, the other lost, since before the folder fsync nothing
+      orders them: the earlier ``collector.yaml`` with the new ``drain.yaml``, the new
+      ``collector.yaml`` with the earlier one or with one that should have been removed, the
+      earlier ``collector.yaml`` without the ``drain.yaml`` it names, or a ``drain.yaml``
+      without any ``collector.yaml``: each file is whole (fsynced before its rename), but the
+      last lines differ, so the start refuses (or finds no ``collector.yaml``); two renderings
+      whose lines agree wrote the very same texts, so a mix of them is the pair;
+    - both kept, or the folder fsync done (when this returns): the new pair.
 
     A failure (an exception, SIGTERM) removes what this write put in place, so it leaves no
-    ``drain.yaml`` without its ``collector.yaml``."""
+    ``drain.yaml`` without its ``collector.yaml`` (``tests/test_crash_states.py`` replays the
+    write's calls on a model of every state a crash can leave)."""
     target = collector_config_path(bench_dir_argument(remote_bench_dir))
     collector_text, drain_text = marked(text, drain)
     files = [(COLLECTOR_CONFIG_NAME, collector_text)]
