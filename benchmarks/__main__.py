@@ -1,4 +1,5 @@
-"""``python -m benchmarks [--quick] [--json FILE] [--only NAME ...]``: print a table, write JSON.
+"""``python -m benchmarks [--quick] [--json FILE] [--only NAME ...] [--against PYTHON]``: print a
+table, write JSON.
 
 Every comparison is measured side by side in this run; no figure is compared with one from
 another day.
@@ -61,6 +62,14 @@ def main(argv: list[str] | None = None) -> int:
         help="where to write the results",
     )
     parser.add_argument("--only", nargs="+", choices=SUITES, default=list(SUITES))
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="PYTHON",
+        help="the Python of an environment with another build of the package (another "
+        "checkout's .venv/bin/python): the write suite runs it too, round for round, and "
+        "prints both side by side",
+    )
     args = parser.parse_args(argv)
     repeats = 5 if args.quick else 21
     machine = _machine()
@@ -91,13 +100,20 @@ def main(argv: list[str] | None = None) -> int:
     if "write" in args.only:
         from .render import bulk_write
 
-        results["write"] = bulk_write(500, 3 if args.quick else 5)
+        results["write"] = bulk_write(500, 3 if args.quick else 5, args.against)
         w = results["write"]
+        other = w.get("against")
+
+        def both(key: str, digits: int = 3) -> str:
+            if other is None:
+                return describe(w[key], digits)
+            return f"{describe(w[key], digits)}   against: {describe(other[key], digits)}"
+
         rows += [
-            (f"500 jobs written (goal < 2 s), {w['written']} files each", describe(w["total"])),
-            ("first job (loads jinja2, compiles templates)", describe(w["first"], 1)),
-            ("per job after the first", describe(w["per_job"])),
-            ("  of which rendering and checking (same jobs, no write)", describe(w["render_only"])),
+            (f"500 jobs written (goal < 2 s), {w['written']} files each", both("total")),
+            ("first job (loads jinja2, compiles templates)", both("first", 1)),
+            ("per job after the first", both("per_job")),
+            ("  of which rendering and checking both files (no write)", both("render_only")),
         ]
     if "import" in args.only:
         from .render import import_cost

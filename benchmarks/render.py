@@ -18,6 +18,7 @@ from support import helpers
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors import otel
+from nemo_gym.orchestration.executors.otel._render.rendering import render_job_files
 from nemo_gym.orchestration.executors.otel._templating.context import (
     policy_model_name,
     submitting_user,
@@ -291,6 +292,7 @@ def submission(jobs: int, root: str) -> dict[str, Any]:
     first call's one-time costs (loading jinja2, compiling templates and schema checks) count."""
     mapping = yaml.safe_load(helpers.EXAMPLE.read_text(encoding="utf-8"))
     mapping["driver"]["benchmarks"] = {f"bench{i:03d}": {} for i in range(jobs)}
+    mapping["job"]["output_path"] = f"{root}/runs"
     config = SubmitConfig.from_dict(mapping)
     per_job = []
     start = time.perf_counter()
@@ -300,12 +302,12 @@ def submission(jobs: int, root: str) -> dict[str, Any]:
         per_job.append((time.perf_counter() - t0) * 1000)
     total = time.perf_counter() - start
     written = len(list(Path(root).glob("runs/gym-0001/*/otel/collector.yaml")))
-    # The same jobs rendered and checked again without writing: what of a job is the package's
-    # own work and what is the disk's.
+    # The same jobs' files (collector.yaml and drain.yaml) rendered and checked again without
+    # writing: what of a job is the package's own work and what is the disk's.
     render_only = []
     for benchmark in config.driver.benchmarks:
         t0 = time.perf_counter()
-        otel.render_collector_config(config, benchmark, f"{root}/runs/gym-0001/{benchmark}")
+        render_job_files(config, benchmark, f"{root}/runs/gym-0001/{benchmark}")
         render_only.append((time.perf_counter() - t0) * 1000)
     return {
         "total_s": total,
@@ -315,47 +317,68 @@ def submission(jobs: int, root: str) -> dict[str, Any]:
     }
 
 
-def bulk_write(jobs: int, rounds: int) -> dict[str, Any]:
+def bulk_write(jobs: int, rounds: int, against: Path | None = None) -> dict[str, Any]:
     """``rounds`` submissions, each in a fresh interpreter (as a submit is) into a fresh folder.
 
+    With ``against`` (the Python of another environment, with another build of the package
+    installed: another checkout's ``.venv/bin/python``), each round also runs this same
+    ``submission`` with that package, right after this one's, so both see the same machine
+    state; its figures come under ``"against"``.
+
     The folders are removed only after the last round, and pending writes are flushed before
-    each round (untimed): deleting thousands of files while the next round writes would
+    each submission (untimed): deleting thousands of files while the next round writes would
     measure the disk's cleanup, not the package."""
-    totals, first, per_job, render_only, written = [], [], [], [], []
+    sides = [Path(sys.executable), *([against] if against is not None else [])]
+    reports: list[list[dict[str, Any]]] = [[] for _ in sides]
     with tempfile.TemporaryDirectory() as root:
         for round_ in range(rounds):
-            os.sync()
-            folder = Path(root) / f"round{round_}"
-            folder.mkdir()
-            result = subprocess.run(
-                [
-                    sys.executable,
-                    "-c",
-                    "import json, sys; from benchmarks.render import submission; "
-                    "print(json.dumps(submission(int(sys.argv[1]), sys.argv[2])))",
-                    str(jobs),
-                    str(folder),
-                ],
-                cwd=helpers.REPO,
-                capture_output=True,
-                text=True,
-                check=True,
-                timeout=300,
-            )
-            report = json.loads(result.stdout)
-            totals.append(report["total_s"])
-            first.append(report["per_job_ms"][0])
-            per_job += report["per_job_ms"][1:]
-            render_only += report["render_only_ms"]
-            written.append(report["written"])
+            for side, python in enumerate(sides):
+                os.sync()
+                folder = Path(root) / f"round{round_}-{side}"
+                folder.mkdir()
+                reports[side].append(_submission_round(python, jobs, folder))
+    results = _write_samples(jobs, reports[0])
+    if against is not None:
+        results["against"] = _write_samples(jobs, reports[1])
+    return results
+
+
+def _submission_round(python: Path, jobs: int, folder: Path) -> dict[str, Any]:
+    result = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import json, sys; from benchmarks.render import submission; "
+            "print(json.dumps(submission(int(sys.argv[1]), sys.argv[2])))",
+            str(jobs),
+            str(folder),
+        ],
+        cwd=helpers.REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    return json.loads(result.stdout)
+
+
+def _write_samples(jobs: int, reports: list[dict[str, Any]]) -> dict[str, Any]:
     return {
-        "total": Sample(f"{jobs} jobs written", "s", tuple(totals)),
-        "first": Sample("first write in a process", "ms", tuple(first)),
-        "per_job": Sample("write_collector_config per job after the first", "ms", tuple(per_job)),
-        "render_only": Sample(
-            "render_collector_config per job, no write", "ms", tuple(render_only)
+        "total": Sample(f"{jobs} jobs written", "s", tuple(r["total_s"] for r in reports)),
+        "first": Sample(
+            "first write in a process", "ms", tuple(r["per_job_ms"][0] for r in reports)
         ),
-        "written": min(written),
+        "per_job": Sample(
+            "write_collector_config per job after the first",
+            "ms",
+            tuple(v for r in reports for v in r["per_job_ms"][1:]),
+        ),
+        "render_only": Sample(
+            "render_job_files per job, no write",
+            "ms",
+            tuple(v for r in reports for v in r["render_only_ms"]),
+        ),
+        "written": min(r["written"] for r in reports),
     }
 
 

@@ -10,7 +10,10 @@ from support import helpers
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors.otel import SubmitConfigError, write_collector_config
-from nemo_gym.orchestration.executors.otel._common.atomic_file import write_atomically
+from nemo_gym.orchestration.executors.otel._common.atomic_file import (
+    write_atomically,
+    write_together,
+)
 
 
 def test_writes_the_text_and_makes_the_missing_folders(tmp_path: Path) -> None:
@@ -76,3 +79,57 @@ def test_a_refused_render_writes_nothing(tmp_path: Path, example_mapping: dict) 
     with pytest.raises(SubmitConfigError):
         write_collector_config(config, "no-such-benchmark", tmp_path / "gym-1" / "x")
     assert helpers.tree(tmp_path) == set()
+
+
+@pytest.mark.parametrize("failing", ["first", "second"])
+def test_a_failure_of_either_of_two_files_keeps_both_previous_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    """The second file is written on a thread of its own: its failure fails the write too."""
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / name).write_text(f"previous {name}\n", encoding="utf-8")
+    real_fsync = os.fsync
+    failing_name = {"first": ".a.yaml.", "second": ".b.yaml."}[failing]
+
+    def fsync(fd: int) -> None:
+        if os.path.basename(os.readlink(f"/proc/self/fd/{fd}")).startswith(failing_name):
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError, match="Input/output"):
+        write_together(tmp_path, [("a.yaml", "new a\n"), ("b.yaml", "new b\n")])
+    assert helpers.tree(tmp_path) == {"a.yaml", "b.yaml"}
+    assert [(tmp_path / n).read_text(encoding="utf-8") for n in ("a.yaml", "b.yaml")] == [
+        "previous a.yaml\n",
+        "previous b.yaml\n",
+    ]
+
+
+def test_a_failed_folder_fsync_leaves_nothing_it_renamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the renames only the folder fsync can fail: the write removes what it renamed into
+    place and the folders it made, so no half of a pair stays behind."""
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.path.isdir(os.readlink(f"/proc/self/fd/{fd}")):
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError, match="Input/output"):
+        write_together(tmp_path / "otel", [("drain.yaml", "d\n"), ("collector.yaml", "c\n")])
+    assert helpers.tree(tmp_path) == set()
+
+
+def test_two_files_are_written_and_a_removed_one_is_gone(tmp_path: Path) -> None:
+    (tmp_path / "drain.yaml").write_text("earlier\n", encoding="utf-8")
+    write_together(tmp_path, [("collector.yaml", "c\n")], removed=["drain.yaml"])
+    assert helpers.tree(tmp_path) == {"collector.yaml"}
+    write_together(tmp_path, [("drain.yaml", "d\n"), ("collector.yaml", "c2\n")])
+    assert {p.name: p.read_text(encoding="utf-8") for p in tmp_path.iterdir()} == {
+        "drain.yaml": "d\n",
+        "collector.yaml": "c2\n",
+    }

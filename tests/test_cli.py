@@ -111,12 +111,25 @@ def test_render_writes_the_checked_config_and_prints_its_path(example: Path, job
         assert parsed["exporters"][f"file/{signal}"]["path"] == f"{job_dir}/otel/{signal}.jsonl.zst"
 
 
-def test_render_warns_once_when_the_token_is_unset(example: Path, job_dir: Path) -> None:
+def test_render_says_nothing_of_an_unset_token(example: Path, job_dir: Path) -> None:
+    """Rendering never reads the token; the submitting side and the job's step require it."""
     result = render(example, job_dir, env=helpers.cli_env(OTEL_TOKEN=None))
+
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert (job_dir / "otel" / "collector.yaml").is_file()
+
+
+def test_render_warns_once_of_a_token_the_backend_would_get_changed(
+    example: Path, job_dir: Path
+) -> None:
+    token = "00123456789"  # YAML reads it as a number: the leading zeros would be lost
+    result = render(example, job_dir, env=helpers.cli_env(OTEL_TOKEN=token))
 
     assert result.returncode == 0, result.stderr
     (warning,) = result.stderr.splitlines()
     assert warning.startswith(helpers.WARNING) and "OTEL_TOKEN" in warning
+    assert "unchanged" in warning and token not in warning
     assert (job_dir / "otel" / "collector.yaml").is_file()
 
 

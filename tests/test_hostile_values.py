@@ -360,17 +360,19 @@ def test_sigterm_during_the_write_leaves_nothing(tmp_path: Path) -> None:
     assert helpers.tree(tmp_path) == set()
 
 
-def test_after_sigkill_the_next_write_removes_the_stale_temporary(tmp_path: Path) -> None:
+def test_after_sigkill_the_next_write_removes_the_stale_temporaries(tmp_path: Path) -> None:
     job_dir = tmp_path / "runs" / "gym-1" / "aime25"
     otel = job_dir / "otel"
     killed = _render_with_signal("SIGKILL", job_dir, tmp_path)
     assert killed.returncode == -signal.SIGKILL
-    (stale,) = otel.iterdir()
-    assert stale.name.startswith(".drain.yaml.")  # the first of the two files it writes
+    # Both files are written at once: killed at the first fsync, one or both temporaries exist.
+    stale = sorted(otel.iterdir())
+    assert {p.name.split(".")[1] for p in stale} <= {"collector", "drain"}, stale
+    (pid,) = {killed_pid(p) for p in stale}  # all the killed process's
     host = socket.gethostname()
     others = [  # not ours to remove: a live process, another host
         otel / f".collector.yaml.{host}.{os.getpid()}.0000.tmp",
-        otel / f".collector.yaml.other-node.{killed_pid(stale)}.0000.tmp",
+        otel / f".drain.yaml.other-node.{pid}.0000.tmp",
     ]
     for other in others:
         other.write_text("partial", encoding="utf-8")

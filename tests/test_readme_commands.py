@@ -40,7 +40,12 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(command: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "VIRTUAL_ENV"))}
+    """``command`` in a new user's shell: none of the tests' variables, and no ingest token."""
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTEST_", "VIRTUAL_ENV")) and k != "OTEL_TOKEN"
+    }
     return subprocess.run(
         ["bash", "-c", command],
         cwd=cwd,
@@ -61,6 +66,7 @@ def test_the_render_command_prints_a_collector_config(clone: Path) -> None:
     render, _ = _commands()
     result = _run(render, clone)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr == "", "a new user's first command warns of nothing"
     assert result.stdout.startswith("# OpenTelemetry Collector config rendered by nemo-gym-otel")
     assert "\nservice:\n" in result.stdout
 
@@ -69,6 +75,7 @@ def test_the_test_command_collects_every_test_from_the_clone(clone: Path) -> Non
     _, tests = _commands()
     result = _run(tests, clone, PYTEST_ADDOPTS="--collect-only -q -p no:cacheprovider")
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert result.stderr == "", result.stderr[-3000:]
     collected = re.search(r"(\d+) tests? collected", result.stdout)
     assert collected and int(collected[1]) > 300, result.stdout[-1000:]
 

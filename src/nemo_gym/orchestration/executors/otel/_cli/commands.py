@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -24,6 +25,7 @@ from .._common.errors import (
     TemplateError,
     Violation,
 )
+from .._render.job_files import marked
 from .._render.rendering import (
     checked_rendering,
     render_job_files,
@@ -96,9 +98,15 @@ def render(args: argparse.Namespace) -> int:
         text, drain, found = render_job_files(
             config, args.benchmark, args.job_dir, template_dirs=args.template_dir
         )
-        result = text if args.stdout else write_rendered(text, args.job_dir, drain)
+        # --stdout prints collector.yaml as it would be written, its last line included.
+        result = (
+            marked(text, drain)[0] if args.stdout else write_rendered(text, args.job_dir, drain)
+        )
     _warn([*found, *caught])
-    if "otlp_http" in config.otel.exporters:
+    # Rendering never reads the token (the files name ${env:<token_env>}), and an unset one is
+    # normal where configs are rendered: the submitting side's resolve_token and the job's
+    # step require it. One that is set but would reach the backend changed is worth saying.
+    if "otlp_http" in config.otel.exporters and os.environ.get(config.otel.token_env):
         try:
             resolve_token(config)
         except SubmitConfigError as exc:

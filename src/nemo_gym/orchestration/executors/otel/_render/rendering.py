@@ -15,7 +15,7 @@ from typing import Any
 
 from .._checks.collector_config import check_collector_config
 from .._checks.tenant import TenantPolicy
-from .._common.atomic_file import write_atomically
+from .._common.atomic_file import write_together
 from .._common.constants import COLLECTOR_CONFIG_NAME, COLLECTOR_DIR, DRAIN_CONFIG_NAME
 from .._common.errors import (
     CollectorConfigError,
@@ -34,6 +34,7 @@ from .._templating.catalogue import Line, search_path, template_set
 from .._templating.context import check_scrape_paths, checked, template_context
 from .._templating.environment import render_template
 from .drain_config import drain_document
+from .job_files import marked
 
 
 def collector_config_path(remote_bench_dir: str | os.PathLike[str]) -> Path:
@@ -143,7 +144,12 @@ def checked_drain_text(rendering: Rendering, parsed: Any) -> str | None:
         "its backend path alone,\n# reading what the disk queue holds. Re-render instead of "
         "editing it.\n"
     )
-    return header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
+    # libyaml's emitter where PyYAML has it (about a tenth of the pure-Python one's time, the
+    # same text for every golden rendering): a job's drain config is dumped at every write.
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return header + yaml.dump(
+        document, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100
+    )
 
 
 def render_checked(
@@ -195,8 +201,7 @@ def write_collector_config(
     template_dirs: Sequence[str | os.PathLike[str]] | None = None,
 ) -> Path:
     """Render, check and atomically write ``<remote_bench_dir>/otel/collector.yaml`` and, when
-    the backend's queue is on disk, ``drain.yaml`` beside it (written first: the step reads
-    ``collector.yaml`` as the sign that both are there)."""
+    the backend's queue is on disk, ``drain.yaml`` beside it (see :func:`write_rendered`)."""
     text, drain, found = render_job_files(
         config, benchmark_name, remote_bench_dir, template_dirs=template_dirs
     )
@@ -224,21 +229,41 @@ def render_job_files(
 def write_rendered(
     text: str, remote_bench_dir: str | os.PathLike[str], drain: str | None = None
 ) -> Path:
-    """Atomically write checked YAML as ``<remote_bench_dir>/otel/collector.yaml`` (and a
-    checked ``drain`` config as ``drain.yaml``, or remove one an earlier rendering left)."""
+    """Atomically write checked YAML as ``<remote_bench_dir>/otel/collector.yaml`` and a checked
+    ``drain`` config as ``drain.yaml`` beside it (or remove one an earlier rendering left), each
+    ending in the mark that ties them together (see :mod:`.job_files`).
+
+    Both temporaries are written and fsynced (at once), ``drain.yaml`` is renamed (or removed)
+    before ``collector.yaml``, and the folder is fsynced once for both. A power loss after any
+    of these calls leaves one of these states; each is harmless or refused by the step's start,
+    which checks the mark (``CollectorStep.files_mark``):
+
+    - the folders this write made, lost with everything in them (before the folder fsync; or
+      after it on a file system that, unlike ext4, XFS and NFS, does not make a ``mkdir``
+      durable with it): no ``collector.yaml``, which the start refuses as it always did;
+    - before either rename: the earlier pair (consistent, written by an earlier call), or
+      nothing; the temporaries, whole or not, are dot files the collector never reads, and the
+      next write into the folder removes them once their process is gone;
+    - one rename (or the removal) kept, the other lost, since before the folder fsync nothing
+      orders them: the earlier ``collector.yaml`` with the new ``drain.yaml``, the new
+      ``collector.yaml`` with the earlier one or with one that should have been removed, the
+      earlier ``collector.yaml`` without the ``drain.yaml`` it names, or a ``drain.yaml``
+      without any ``collector.yaml``: each file is whole (fsynced before its rename), but the
+      last lines differ, so the start refuses (or finds no ``collector.yaml``); two renderings
+      whose lines agree wrote the very same texts, so a mix of them is the pair;
+    - both kept, or the folder fsync done (when this returns): the new pair.
+
+    A failure (an exception, SIGTERM) removes what this write put in place, so it leaves no
+    ``drain.yaml`` without its ``collector.yaml`` (``tests/test_crash_states.py`` replays the
+    write's calls on a model of every state a crash can leave)."""
     target = collector_config_path(bench_dir_argument(remote_bench_dir))
-    drain_path = target.with_name(DRAIN_CONFIG_NAME)
+    collector_text, drain_text = marked(text, drain)
+    files = [(COLLECTOR_CONFIG_NAME, collector_text)]
     try:
-        if drain is None:
-            drain_path.unlink(missing_ok=True)
+        if drain_text is None:
+            write_together(target.parent, files, removed=[DRAIN_CONFIG_NAME])
         else:
-            write_atomically(drain_path, drain)
-        try:
-            write_atomically(target, text)
-        except BaseException:  # a signal too: no drain config without its collector config
-            if drain is not None:
-                drain_path.unlink(missing_ok=True)
-            raise
+            write_together(target.parent, [(DRAIN_CONFIG_NAME, drain_text), *files])
     except OSError as exc:
         raise SubmitConfigError(
             "remote_bench_dir",

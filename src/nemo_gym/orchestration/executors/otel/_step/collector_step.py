@@ -34,6 +34,7 @@ from .._common.constants import (
     SIGNALS,
 )
 from .._common.hosts import host_port
+from .._render.job_files import FILES_MARK
 from .._render.rendering import bench_dir_argument, check_render_inputs, collector_config_path
 from .._submit.config import SubmitConfig
 from .._templating.catalogue import STEP_DIR
@@ -75,6 +76,13 @@ class CollectorStep:
     remainder in a second or two). What it cannot send stays queued for the next start or
     ``nemo-gym-otel drain``.
 
+    ``files_mark`` begins the last line of ``config_path``, which says whether the stop has a
+    drain config and which: ``<files_mark><id> with drain.yaml`` (then ``drain_config_path``
+    must end in that same line) or ``<files_mark><id> without drain.yaml`` (then there must be
+    no ``drain_config_path``). Anything else is a pair a crash during the write left mixed (see
+    ``write_rendered``), or a config not written by ``write_collector_config``: the start must
+    refuse it and ask for the job to be rendered again.
+
     ``finished_files`` (globs; empty where the collector compresses its files itself) are the
     files the collector's rotation finished: from the start until the stop and once more after
     it, the step compresses each into ``<file>.zst`` (``zstd``, written as ``<file>.zst.part``
@@ -101,6 +109,7 @@ class CollectorStep:
     drain_command: tuple[str, ...]
     drain_config_path: PurePosixPath
     drain_seconds: int
+    files_mark: str
     finished_files: tuple[str, ...]
     finished_files_kept: int
 
@@ -135,6 +144,7 @@ class CollectorStep:
             "drain_srun_command": list(self.drain_srun_command),
             "drain_config_path": str(self.drain_config_path),
             "drain_seconds": self.drain_seconds,
+            "files_mark": self.files_mark,
             "finished_files": list(self.finished_files),
             "finished_files_kept": self.finished_files_kept,
             "pools": list(self.pools),
@@ -201,6 +211,7 @@ def collector_step(
         drain_command=(otel.binary, f"--config=file:{drain_path}", *gates),
         drain_config_path=drain_path,
         drain_seconds=DRAIN_SECONDS,
+        files_mark=FILES_MARK,
         finished_files=finished_file_globs(config_path.parent, SIGNALS) if rotation else (),
         finished_files_kept=rotation.max_backups if rotation else 0,
     )
