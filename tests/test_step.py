@@ -25,10 +25,12 @@ from nemo_gym.orchestration.executors.otel import (
     COLLECTOR_SERVICE_NAME,
     FINAL_SCRAPE_GRACE_SECONDS,
     SHUTDOWN_WAIT_SECONDS,
+    OtelConfigWarning,
     SubmitConfig,
     SubmitConfigError,
     collector_step,
     collector_step_script,
+    write_collector_config,
 )
 
 JOB_DIR = "/lustre/runs/gym-0001/aime25"
@@ -130,9 +132,6 @@ def test_fragment_passes_hostile_paths_as_single_words(
     real srun runs the fragment in tests/slurm/.
     """
     job_dir = tmp_path / HOSTILE_JOB_DIR.lstrip("/")
-    (job_dir / "otel").mkdir(parents=True)
-    (job_dir / "otel" / "collector.yaml").write_text("receivers: {}\n", encoding="utf-8")
-    (job_dir / "otel" / "traces.jsonl.zst").write_bytes(b"an earlier attempt's stream")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     _stub(bin_dir, "otelcol-contrib", "exit 0")
@@ -147,6 +146,9 @@ def test_fragment_passes_hostile_paths_as_single_words(
     config = _config(
         example_mapping, binary=str(bin_dir / "otelcol-contrib"), listen_host="127.0.0.243"
     )
+    with pytest.warns(OtelConfigWarning):  # the job directory is outside job.output_path
+        write_collector_config(config, "aime25", job_dir)
+    (job_dir / "otel" / "traces.jsonl.zst").write_bytes(b"an earlier attempt's stream")
     fragment = collector_step_script(config, "aime25", job_dir)
     env = helpers.cli_env(
         PATH=f"{bin_dir}:{os.environ['PATH']}", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n", **EXAMPLE_JOB
@@ -291,9 +293,9 @@ def test_start_refuses_a_health_port_that_already_answers(
         _stub(bin_dir, "srun", f"touch {tmp_path}/srun-ran")
         _stub(bin_dir, "otelcol-contrib", "exit 0")
         job_dir = tmp_path / "runs" / "gym-1" / "aime25"
-        (job_dir / "otel").mkdir(parents=True)
-        (job_dir / "otel" / "collector.yaml").write_text("{}\n", encoding="utf-8")
         config = _config(example_mapping, binary="otelcol-contrib", listen_host="127.0.0.244")
+        with pytest.warns(OtelConfigWarning):  # the job directory is outside job.output_path
+            write_collector_config(config, "aime25", job_dir)
         env = helpers.cli_env(
             PATH=f"{bin_dir}:/usr/bin:/bin", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n", **EXAMPLE_JOB
         )
@@ -398,3 +400,69 @@ def test_the_step_is_rendered_from_the_builtin_templates_only(
     result = helpers.run_cli("check", "--template-dir", overrides, cwd=tmp_path)
     assert result.returncode == 1
     assert "_step/collector_step.sh.j2: is the job step's bash" in result.stderr, result.stderr
+
+
+def _break_drain_missing(otel_dir: Path) -> None:
+    (otel_dir / "drain.yaml").unlink()
+
+
+def _break_drain_of_another_rendering(otel_dir: Path) -> None:
+    drain = otel_dir / "drain.yaml"
+    lines = drain.read_text("utf-8").splitlines(keepends=True)
+    drain.write_text(
+        "".join(lines[:-1]) + "# nemo-gym-otel files 0000000000000000 with drain.yaml\n"
+    )
+
+
+def _break_mark_cut(otel_dir: Path) -> None:
+    config = otel_dir / "collector.yaml"
+    config.write_text("".join(config.read_text("utf-8").splitlines(keepends=True)[:-1]))
+
+
+def _break_stale_drain(otel_dir: Path) -> None:
+    """collector.yaml of a rendering without a disk queue beside an earlier drain.yaml."""
+    config = otel_dir / "collector.yaml"
+    text = config.read_text("utf-8").replace(" with drain.yaml\n", " without drain.yaml\n")
+    config.write_text(text)
+
+
+@pytest.mark.parametrize(
+    "breaking",
+    [
+        None,
+        _break_drain_missing,
+        _break_drain_of_another_rendering,
+        _break_mark_cut,
+        _break_stale_drain,
+    ],
+    ids=["written-together", "drain-missing", "drain-of-another", "mark-cut", "stale-drain"],
+)
+def test_start_runs_only_a_pair_written_together(
+    example_mapping: dict, tmp_path: Path, breaking: object
+) -> None:
+    """collector.yaml names its drain.yaml in its last line: a pair that a crash between the two
+    renames (or a hand edit) broke is refused before srun, in one line; a whole pair goes on."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _stub(bin_dir, "srun", f"touch {tmp_path}/srun-ran")
+    _stub(bin_dir, "otelcol-contrib", "exit 0")
+    job_dir = tmp_path / "runs" / "gym-1" / "aime25"
+    config = _config(example_mapping, binary="otelcol-contrib", listen_host="127.0.0.245")
+    with pytest.warns(OtelConfigWarning):  # the job directory is outside job.output_path
+        write_collector_config(config, "aime25", job_dir)
+    if callable(breaking):
+        breaking(job_dir / "otel")
+    env = helpers.cli_env(
+        PATH=f"{bin_dir}:/usr/bin:/bin", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n", **EXAMPLE_JOB
+    )
+    fragment = collector_step_script(config, "aime25", job_dir)
+    result = _bash(f"set -eu\n{fragment}\notel_collector_start", cwd=tmp_path, env=env)
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if line]
+    assert len(lines) == 1, result.stderr
+    if breaking is None:  # the check passed: srun ran (the stub exits at once)
+        assert (tmp_path / "srun-ran").exists(), result.stderr
+        assert "exited (status 0) before it was healthy" in lines[0], lines[0]
+    else:
+        assert "were not written together" in lines[0], lines[0]
+        assert not (tmp_path / "srun-ran").exists()

@@ -204,14 +204,20 @@ def test_unset_token_fails_the_start(
     assert COLLECTOR_SERVICE_NAME not in slurm.steps_seen
 
 
+def _unknown_section_before_the_mark(text: str) -> str:
+    """A section the collector refuses, inserted before the last line that ties collector.yaml to
+    its drain.yaml, so that the start's check of the pair passes and the collector reads it (an
+    edit after that line is refused by the start itself: tests/test_step.py)."""
+    body, mark = text.rstrip("\n").rsplit("\n", 1)
+    return f"{body}\nno_such_section: {{}}\n{mark}\n"
+
+
 def test_broken_config_fails_fast_naming_the_log(
     tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
 ) -> None:
     """A collector.yaml broken after it was written: the collector exits, the start says so
     (not a timeout) and names the log, whose last line says why."""
-    broken = scenario(
-        "broken-config", token, break_config=lambda text: text + "no_such_section: {}\n"
-    )
+    broken = scenario("broken-config", token, break_config=_unknown_section_before_the_mark)
     slurm = run(tmp_path, backend, proxy, broken)
     log = slurm.job_dir / "otel" / "collector.log"
     line = check_failed_start(slurm, "1", "exited", str(log))

@@ -34,7 +34,7 @@ from .._common.constants import (
     SIGNALS,
 )
 from .._common.hosts import host_port
-from .._render.job_files import FILES_MARK
+from .._render.job_files import FILES_MARK, WITH_DRAIN, WITHOUT_DRAIN
 from .._render.rendering import bench_dir_argument, check_render_inputs, collector_config_path
 from .._submit.config import SubmitConfig
 from .._templating.catalogue import STEP_DIR
@@ -258,6 +258,9 @@ def collector_step_script(
         "pools_key": f"compute.{config.cluster}.node_pools",
         "targets_dir": step.targets_dir,
         "scrape_jobs": step.scrape_jobs,
+        "files_mark": step.files_mark,
+        "with_drain": WITH_DRAIN,
+        "without_drain": WITHOUT_DRAIN,
         "drain": {
             "name": step.drain_name,
             "config": step.drain_config_path,
