@@ -272,6 +272,25 @@ def test_cli_step_names_the_flag_it_refuses(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def _written_job(
+    example_mapping: dict, tmp_path: Path, listen_host: str
+) -> tuple[Path, SubmitConfig, dict[str, str]]:
+    """A job directory written by the package for the example with a stand-in collector on
+    ``listen_host``, and the environment of a start whose ``srun`` only marks that it ran."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _stub(bin_dir, "srun", f"touch {tmp_path}/srun-ran")
+    _stub(bin_dir, "otelcol-contrib", "exit 0")
+    job_dir = tmp_path / "runs" / "gym-1" / "aime25"
+    config = _config(example_mapping, binary="otelcol-contrib", listen_host=listen_host)
+    with pytest.warns(OtelConfigWarning):  # the job directory is outside job.output_path
+        write_collector_config(config, "aime25", job_dir)
+    env = helpers.cli_env(
+        PATH=f"{bin_dir}:/usr/bin:/bin", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n", **EXAMPLE_JOB
+    )
+    return job_dir, config, env
+
+
 def test_start_refuses_a_health_port_that_already_answers(
     example_mapping: dict, tmp_path: Path
 ) -> None:
@@ -288,17 +307,7 @@ def test_start_refuses_a_health_port_that_already_answers(
     server = http.server.HTTPServer(("127.0.0.244", COLLECTOR_HEALTH_PORT), Healthy)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        bin_dir = tmp_path / "bin"
-        bin_dir.mkdir()
-        _stub(bin_dir, "srun", f"touch {tmp_path}/srun-ran")
-        _stub(bin_dir, "otelcol-contrib", "exit 0")
-        job_dir = tmp_path / "runs" / "gym-1" / "aime25"
-        config = _config(example_mapping, binary="otelcol-contrib", listen_host="127.0.0.244")
-        with pytest.warns(OtelConfigWarning):  # the job directory is outside job.output_path
-            write_collector_config(config, "aime25", job_dir)
-        env = helpers.cli_env(
-            PATH=f"{bin_dir}:/usr/bin:/bin", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n", **EXAMPLE_JOB
-        )
+        job_dir, config, env = _written_job(example_mapping, tmp_path, "127.0.0.244")
         fragment = collector_step_script(config, "aime25", job_dir)
         result = _bash(f"set -eu\n{fragment}\notel_collector_start", cwd=tmp_path, env=env)
     finally:
@@ -442,19 +451,9 @@ def test_start_runs_only_a_pair_written_together(
 ) -> None:
     """collector.yaml names its drain.yaml in its last line: a pair that a crash between the two
     renames (or a hand edit) broke is refused before srun, in one line; a whole pair goes on."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    _stub(bin_dir, "srun", f"touch {tmp_path}/srun-ran")
-    _stub(bin_dir, "otelcol-contrib", "exit 0")
-    job_dir = tmp_path / "runs" / "gym-1" / "aime25"
-    config = _config(example_mapping, binary="otelcol-contrib", listen_host="127.0.0.245")
-    with pytest.warns(OtelConfigWarning):  # the job directory is outside job.output_path
-        write_collector_config(config, "aime25", job_dir)
+    job_dir, config, env = _written_job(example_mapping, tmp_path, "127.0.0.245")
     if callable(breaking):
         breaking(job_dir / "otel")
-    env = helpers.cli_env(
-        PATH=f"{bin_dir}:/usr/bin:/bin", SLURM_JOB_ID="7", OTEL_TOKEN="t0k3n", **EXAMPLE_JOB
-    )
     fragment = collector_step_script(config, "aime25", job_dir)
     result = _bash(f"set -eu\n{fragment}\notel_collector_start", cwd=tmp_path, env=env)
     assert result.returncode == 1
