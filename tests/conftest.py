@@ -51,18 +51,34 @@ def pytest_configure(config: pytest.Config) -> None:
 _NETWORK = pytest.StashKey[worker_network.WorkerNetwork]()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_itemcollected(item: pytest.Item) -> None:
     """Groups for ``--dist loadgroup``: every Slurm test on one worker (their jobs share the
     clusters' nodes and ports, so they run one after the other as before), and the tests of a
     module that share a module-scoped fixture on one worker (the fixture, often minutes of
-    collector runs, is set up once)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group"):
-            continue
-        if item.get_closest_marker("slurm"):
-            item.add_marker(pytest.mark.xdist_group("slurm"))
-        elif _shares_module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    collector runs, is set up once). Marked as each item is collected, before pytest-xdist's
+    ``pytest_collection_modifyitems`` reads the groups into the node ids."""
+    if item.get_closest_marker("xdist_group"):
+        return
+    if item.get_closest_marker("slurm"):
+        item.add_marker(pytest.mark.xdist_group("slurm"))
+    elif _shares_module_fixture(item):
+        item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Grouping that silently stopped working would run Slurm jobs side by side on one node,
+    where their collectors' fixed ports collide: refuse to run instead (pytest-xdist puts the
+    group into the node id; pytest 9.2 took away the attribute it sets)."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    lost = [
+        i.nodeid for i in session.items if i.get_closest_marker("slurm") and "@" not in i.nodeid
+    ]
+    if lost:
+        raise pytest.UsageError(
+            f"--dist loadgroup did not group {len(lost)} Slurm tests ({lost[0]}); "
+            "pytest-xdist and pytest disagree on node ids (see pyproject.toml's pytest bound)"
+        )
 
 
 def _shares_module_fixture(item: pytest.Item) -> bool:
@@ -77,9 +93,10 @@ def _shares_module_fixture(item: pytest.Item) -> bool:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     """A Slurm test (its fixtures too) runs in the machine's network namespace, where the
-    clusters' daemons and jobs are (see support/worker_network.py)."""
+    clusters' daemons and jobs are, and so does a slow one, which installs packages from the
+    registry that a worker's own namespace cannot reach (see support/worker_network.py)."""
     network = item.config.stash.get(_NETWORK, None)
-    if network is None or not item.get_closest_marker("slurm"):
+    if network is None or not (item.get_closest_marker("slurm") or item.get_closest_marker("slow")):
         return (yield)
     with network.host():
         return (yield)

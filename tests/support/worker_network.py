@@ -12,7 +12,9 @@ Slurm tests cannot live there: their jobs run under the clusters' slurmd, in the
 namespace (the single-node cluster) or in the nodes' namespaces on the host's bridge (the
 three-node one), and reach the test's backend there. So a Slurm test runs in the machine's
 namespace (:func:`host_network`), and all of them run on one worker (see ``conftest.py``), one
-after the other, as they did before the suite ran in parallel.
+after the other, as they did before the suite ran in parallel. The slow tests, which install packages from the
+registry (a fresh clone's virtual environment, pre-commit's hook environments), run there too: a
+worker's namespace has no route off the machine. They start no collector.
 
 Entering a namespace needs root (CAP_SYS_ADMIN); without it the suite runs on one worker
 (``conftest.pytest_xdist_auto_num_workers``), as it always could.
