@@ -52,8 +52,10 @@ _NETWORK = pytest.StashKey[worker_network.WorkerNetwork]()
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Groups for ``--dist loadgroup``: every Slurm test on one worker (their jobs share the
-    clusters' nodes and ports, so they run one after the other as before), and the tests of a
+    """Groups for ``--dist loadgroup``: the Slurm tests of each cluster on one worker (a cluster's
+    jobs share its nodes and ports, so they run one after the other as before; the three-node
+    cluster's modules name their group ``slurm-three-nodes`` themselves, its nodes are namespaces
+    of their own), and the tests of a
     module that share a module-scoped fixture on one worker (the fixture, often minutes of
     collector runs, is set up once). Marked as each item is collected, before pytest-xdist's
     ``pytest_collection_modifyitems`` reads the groups into the node ids."""

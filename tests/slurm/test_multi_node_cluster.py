@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 from support.slurm_multi import component_ids, job_state, require_multi_cluster, submit, wait_gone
 
-pytestmark = pytest.mark.slurm
+# The three-node cluster's tests run on one worker, beside the single-node cluster's (conftest.py).
+pytestmark = [pytest.mark.slurm, pytest.mark.xdist_group("slurm-three-nodes")]
 
 # bf_interval=1 starts a heterogeneous job within about a second; the default, after about 30 s.
 START_SECONDS = 15

@@ -36,7 +36,12 @@ from support.slurm_multi_job import (
     run_multi_node_job,
 )
 
-pytestmark = [pytest.mark.slurm, pytest.mark.collector]
+# The three-node cluster's tests run on one worker, beside the single-node cluster's (conftest.py).
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.collector,
+    pytest.mark.xdist_group("slurm-three-nodes"),
+]
 
 SHARED = ("service.name", "user", "run_id", "slurm_job_id", "benchmark", "cluster")
 # What the Prometheus receiver reports of each scrape, answered or not; the rest is the target's.

@@ -21,7 +21,12 @@ from support import helpers, job_fs
 from support.otelcol import collector_binary
 from support.slurm_multi import component_ids, job_state, require_multi_cluster, submit, wait_gone
 
-pytestmark = [pytest.mark.slurm, pytest.mark.collector]
+# The three-node cluster's tests run on one worker, beside the single-node cluster's (conftest.py).
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.collector,
+    pytest.mark.xdist_group("slurm-three-nodes"),
+]
 
 JOB_SECONDS = 180
 BATCH = """#!/bin/bash

@@ -11,8 +11,8 @@ runs the tests, before any test started a thread or a process: both inherit it.
 Slurm tests cannot live there: their jobs run under the clusters' slurmd, in the machine's own
 namespace (the single-node cluster) or in the nodes' namespaces on the host's bridge (the
 three-node one), and reach the test's backend there. So a Slurm test runs in the machine's
-namespace (:func:`host_network`), and all of them run on one worker (see ``conftest.py``), one
-after the other, as they did before the suite ran in parallel. The slow tests, which install packages from the
+namespace (:meth:`WorkerNetwork.host`), and each cluster's run on one worker (see
+``conftest.py``), one after the other, as they did before the suite ran in parallel. The slow tests, which install packages from the
 registry (a fresh clone's virtual environment, pre-commit's hook environments), run there too: a
 worker's namespace has no route off the machine. They start no collector.
 
