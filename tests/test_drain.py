@@ -4,6 +4,7 @@ real collectors are in ``tests/e2e/test_outages.py``."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -16,7 +17,11 @@ import pytest
 import yaml
 from support import helpers
 
-from nemo_gym.orchestration.executors.otel._common.constants import DRAIN_RECEIVER_PORT
+from nemo_gym.orchestration.executors.otel import CollectorConfigError, validate_collector_config
+from nemo_gym.orchestration.executors.otel._common.constants import (
+    DRAIN_METRICS_PORT,
+    DRAIN_RECEIVER_PORT,
+)
 from nemo_gym.orchestration.executors.otel._render.drain_config import (
     DRAIN_FILES_PIPELINE,
     DRAIN_RECEIVER,
@@ -72,10 +77,43 @@ def test_the_cut_keeps_the_backend_path_and_binds_none_of_the_jobs_ports() -> No
             "processors": ingest,
             "exporters": ["file/metrics"],
         }
-        (reader,) = drain["service"]["telemetry"]["metrics"]["readers"]
-        assert reader["periodic"]["exporter"]["otlp"]["endpoint"] == (
+        # It pushes its delivery report to its own receiver, and serves its queue sizes on the
+        # hop's loopback host for the stop, which ends it once they are empty.
+        pushed, served = drain["service"]["telemetry"]["metrics"]["readers"]
+        assert pushed["periodic"]["exporter"]["otlp"]["endpoint"] == (
             f"http://localhost:{DRAIN_RECEIVER_PORT}/v1/metrics"
         )
+        assert served == {
+            "pull": {"exporter": {"prometheus": {"host": "localhost", "port": DRAIN_METRICS_PORT}}}
+        }
+
+
+def test_the_drain_serves_its_queue_sizes_even_where_the_job_keeps_its_metrics_off() -> None:
+    """Without the delivery report the job's telemetry is level none: the drain's is basic, with
+    only the reader the stop polls, and the package's own checks take it (a pull reader binds a
+    port, which they refuse anywhere else)."""
+    job = _golden("current")
+    job["service"]["telemetry"]["metrics"] = {"level": "none"}
+    drain = drain_document(job)
+    assert drain is not None
+    assert drain["service"]["telemetry"]["metrics"] == {
+        "level": "basic",
+        "readers": [
+            {
+                "pull": {
+                    "exporter": {"prometheus": {"host": "localhost", "port": DRAIN_METRICS_PORT}}
+                }
+            }
+        ],
+    }
+    version = helpers.line_versions()["current"]
+    validate_collector_config(yaml.safe_dump(drain), version, allow_plain_http=True)
+    elsewhere = copy.deepcopy(drain)
+    elsewhere["service"]["telemetry"]["metrics"]["readers"][0]["pull"]["exporter"]["prometheus"][
+        "port"
+    ] = DRAIN_METRICS_PORT + 1
+    with pytest.raises(CollectorConfigError, match=r"readers\[0\]\.pull: serves the metrics"):
+        validate_collector_config(yaml.safe_dump(elsewhere), version, allow_plain_http=True)
 
 
 def test_no_disk_queue_no_drain_config() -> None:

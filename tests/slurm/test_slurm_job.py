@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ from support.slurm_cluster import require_cluster
 from support.slurm_job import SlurmRun, merge_runs, run_slurm_job
 from support.slurm_script import Scenario, pusher_report
 
-from nemo_gym.orchestration.executors.otel import COLLECTOR_SERVICE_NAME
+from nemo_gym.orchestration.executors.otel import COLLECTOR_SERVICE_NAME, DRAIN_SECONDS
 
 pytestmark = [pytest.mark.slurm, pytest.mark.collector]
 
@@ -185,7 +186,22 @@ def test_collector_step_delivers_everything(
     check_run(result)  # prints what was sent and what arrived where
     check_job_end(result, destinations(result))
     check_token_hidden(slurm)
-    print_stop(slurm)
+    # The backend was up, so the stop left nothing queued: the stop ended its drain on the drain's
+    # own reading of its empty queues, not after the whole DRAIN_SECONDS.
+    drain_ran = drain_seconds(slurm.job_dir / "otel" / "collector.log")
+    assert drain_ran < DRAIN_SECONDS, f"the drain ran {drain_ran:.1f}s, its whole bound"
+    print_stop(slurm, f", drain ready to TERM {drain_ran:.1f}s")
+
+
+def drain_seconds(log: Path) -> float:
+    """From the stop's drain being ready to its TERM, by the last start's and shutdown's lines
+    of the collector's log (the step appends the drain's output there after the collector's)."""
+    stamps = {"Everything is ready": 0.0, "Starting shutdown": 0.0}
+    for line in log.read_text(errors="replace").splitlines():
+        for message in stamps:
+            if message in line:
+                stamps[message] = datetime.fromisoformat(line.split("\t", 1)[0]).timestamp()
+    return stamps["Starting shutdown"] - stamps["Everything is ready"]
 
 
 def test_missing_binary_fails_the_start(

@@ -45,7 +45,9 @@ from nemo_gym.orchestration.executors.otel import (
     driver_telemetry_env,
     write_collector_config,
 )
+from nemo_gym.orchestration.executors.otel._common.hosts import host_port
 from nemo_gym.orchestration.executors.otel._render.drain_config import feature_gate_arguments
+from nemo_gym.orchestration.executors.otel._step.drain import read_state
 
 from . import helpers
 from .e2e_backend import OtlpBackend, RoutingProxy
@@ -247,16 +249,41 @@ def stop_drain(
     host: str = "localhost",
 ) -> int | None:
     """What the job step's stop runs after the collector when the job directory holds a drain
-    config: it, for ``DRAIN_SECONDS`` after it is healthy, then TERM; its exit code (None: no
-    drain config, the backend's queue is in memory)."""
+    config: it, once healthy, until two readings in a row half a second apart of the metrics it
+    serves find its queues empty, for at most ``DRAIN_SECONDS`` (the whole time when it pushes a
+    delivery report), then TERM; its exit code (None: no drain config, the backend's queue is
+    in memory)."""
     drain_config = otel_dir / DRAIN_CONFIG_NAME
     if not drain_config.exists():
         return None
+    document = yaml.safe_load(drain_config.read_text(encoding="utf-8"))
+    readers = document["service"]["telemetry"]["metrics"]["readers"]
+    served = next(r["pull"]["exporter"]["prometheus"] for r in readers if "pull" in r)
+    url = f"http://{host_port(served['host'], served['port'])}/metrics"
+    pushes = any("periodic" in r for r in readers)
+    exporters = set(document["exporters"])
     drain = Collector(binary, drain_config, env, cwd, log_path, host)
     with running(drain):
         drain.wait_healthy()
-        time.sleep(DRAIN_SECONDS)
+        empty = 0
+        for _ in range(DRAIN_SECONDS * 2):
+            if not pushes:
+                empty = empty + 1 if _queues_empty(url, exporters) else 0
+                if empty == 2:
+                    break
+            time.sleep(0.5)
         return drain.stop()
+
+
+def _queues_empty(url: str, exporters: set[str]) -> bool:
+    """One reading of a drain's queue sizes, as the step's stop takes it: every exporter's
+    queue that reports a size (at least one) reports 0."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            text = response.read().decode()
+    except OSError:
+        return False
+    return read_state(text, exporters, set()).empty
 
 
 class Collector:

@@ -41,7 +41,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._common.constants import DEFAULT_TOKEN_ENV
+from .._common.constants import DEFAULT_TOKEN_ENV, DRAIN_METRICS_PORT
 from .._common.errors import Violation, dotted
 from .._common.hosts import is_loopback
 from .graph import component_type, connector_readers, pipeline_refs, pipelines_of, section_of
@@ -390,11 +390,26 @@ def _telemetry_violations(config: Mapping[str, Any]) -> Iterator[Violation]:
             )
         return
     for index, reader in enumerate(readers):
-        if isinstance(reader, Mapping) and "pull" in reader:
+        if isinstance(reader, Mapping) and "pull" in reader and not _drain_metrics(reader):
             yield Violation(
                 dotted([*where, "readers", index, "pull"]),
                 f"serves the metrics on a port; {_TELEMETRY_PORT_FIX}",
             )
+
+
+def _drain_metrics(reader: Mapping[str, Any]) -> bool:
+    """Whether a pull reader is the one the stop's drain serves its queue sizes with: Prometheus
+    on loopback at ``DRAIN_METRICS_PORT``, a fixed port of the package's own like the hop's (see
+    ``_render/drain_config.py``), bound only while the job's collector is gone."""
+    pull = reader.get("pull")
+    exporter = pull.get("exporter") if isinstance(pull, Mapping) else None
+    prometheus = exporter.get("prometheus") if isinstance(exporter, Mapping) else None
+    if not isinstance(prometheus, Mapping):
+        return False
+    host = prometheus.get("host")
+    return (
+        isinstance(host, str) and is_loopback(host) and prometheus.get("port") == DRAIN_METRICS_PORT
+    )
 
 
 # Keys under a receiver or extension whose endpoints the collector connects to, not binds: the

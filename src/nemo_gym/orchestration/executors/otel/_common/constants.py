@@ -12,9 +12,11 @@ COLLECTOR_CONFIG_NAME = "collector.yaml"
 # Beside it when the backend's queue is on disk: the config that sends what the queue still
 # holds (the stop runs it after the collector; `nemo-gym-otel drain` later).
 DRAIN_CONFIG_NAME = "drain.yaml"
-# How long the stop runs the drain config once it is healthy: a stop's remainder (the last
-# second's batch) takes a healthy backend a second or two; one delivery-report reading (5s)
-# after it records the queue empty.
+# How long at most the stop runs the drain config once it is healthy: a stop's remainder (the
+# last second's batch) takes a healthy backend a second or two. The stop ends the drain sooner,
+# once two readings in a row of its queues (DRAIN_METRICS_PORT) find them empty, unless the
+# delivery report is on: then it runs the whole time, so that one reading (5s) after the
+# queue emptied reaches the files and records it empty.
 DRAIN_SECONDS = 8
 # Beside them, one JSON line per run of `nemo-gym-otel drain` (the report reads it).
 DRAIN_RECORD_NAME = "drain.jsonl"
@@ -28,6 +30,9 @@ QUEUE_HOP_PORT = 4319
 # where its delivery report is pushed. The drain binds neither of the job's OTLP ports, which
 # the job's processes may still push to while it runs.
 DRAIN_RECEIVER_PORT = 4320
+# Where the stop's drain serves its own metrics (Prometheus, on the hop's loopback host): the
+# stop reads its queues' sizes there to end it once they are empty.
+DRAIN_METRICS_PORT = 4321
 QUEUE_DIR_NAME = "queue"
 # Beside it, when the job directory's file system does not lock files and the step's start put
 # the queue in a node-local folder (otel/queue then links there): one "<node> <folder>" line per

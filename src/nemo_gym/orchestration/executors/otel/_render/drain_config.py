@@ -17,7 +17,9 @@ which no job's process is pointed at) through the processors of the job's pipeli
 so what arrives is stamped as the job's collector stamps it; and, where the job wrote metrics to
 files, a pipeline writing that receiver's metrics there the same way. Only the drain's own
 delivery report arrives there, when the job pushes one: the readings are sent to this receiver
-instead of the job's OTLP/HTTP port. No scrape, no connector.
+instead of the job's OTLP/HTTP port. No scrape, no connector. The drain also serves its own
+metrics on the hop's loopback host at ``DRAIN_METRICS_PORT``: the stop ends it once they say its
+queues are empty, rather than after a fixed time.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from .._checks.graph import (
     signal_of,
 )
 from .._checks.hops import disk_hops
-from .._common.constants import DRAIN_RECEIVER_PORT
+from .._common.constants import DRAIN_METRICS_PORT, DRAIN_RECEIVER_PORT
 from .._common.hosts import host_port
 from .._templating.file_compression import gate_arguments
 
@@ -84,10 +86,12 @@ def drain_document(config: Mapping[str, Any]) -> dict[str, Any] | None:
             document[section] = dict(components)
         else:
             document[section] = {k: v for k, v in components.items() if k in used}
-    address = host_port(_listen_host(config, next(iter(hops.values()))), DRAIN_RECEIVER_PORT)
+    hop_host = _listen_host(config, next(iter(hops.values())))
+    address = host_port(hop_host, DRAIN_RECEIVER_PORT)
     document["receivers"][DRAIN_RECEIVER] = {"protocols": {"http": {"endpoint": address}}}
     service = dict(section_of(config, "service"))
-    service["telemetry"] = _readings_moved(service.get("telemetry"), config, hops, address)
+    telemetry = _readings_moved(service.get("telemetry"), config, hops, address)
+    service["telemetry"] = _queue_sizes_served(telemetry, hop_host)
     service["pipelines"] = kept
     document["service"] = service
     return document
@@ -149,6 +153,23 @@ def _readings_moved(
         return node
 
     return moved(telemetry)
+
+
+def _queue_sizes_served(telemetry: Any, host: str) -> dict[str, Any]:
+    """The drain's telemetry with its own metrics also served for pulling on ``host`` at
+    ``DRAIN_METRICS_PORT``, at the basic level at least: the stop reads its queues' sizes
+    (``otelcol_exporter_queue_size``) there and ends the drain once they are empty. A
+    telemetry section of another shape is the collector's to refuse, with its message."""
+    served: dict[str, Any] = dict(telemetry) if isinstance(telemetry, Mapping) else {}
+    metrics = served.get("metrics")
+    metrics = dict(metrics) if isinstance(metrics, Mapping) else {}
+    if metrics.get("level", "none") == "none":
+        metrics["level"] = "basic"
+    readers = metrics.get("readers")
+    pull = {"pull": {"exporter": {"prometheus": {"host": host, "port": DRAIN_METRICS_PORT}}}}
+    metrics["readers"] = [*(readers if isinstance(readers, list) else []), pull]
+    served["metrics"] = metrics
+    return served
 
 
 def _compressing_file_exporters(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -28,6 +28,7 @@ from .._common.constants import (
     COLLECTOR_LOG_NAME,
     COLLECTOR_SERVICE_NAME,
     DRAIN_CONFIG_NAME,
+    DRAIN_METRICS_PORT,
     DRAIN_SECONDS,
     FINAL_SCRAPE_GRACE_SECONDS,
     SHUTDOWN_WAIT_SECONDS,
@@ -38,7 +39,12 @@ from .._render.job_files import FILES_MARK, WITH_DRAIN, WITHOUT_DRAIN
 from .._render.rendering import bench_dir_argument, check_render_inputs, collector_config_path
 from .._submit.config import SubmitConfig
 from .._templating.catalogue import STEP_DIR
-from .._templating.context import delivery_report_endpoint, drain_report_endpoint, scrape_checked
+from .._templating.context import (
+    delivery_report_endpoint,
+    drain_report_endpoint,
+    hop_host,
+    scrape_checked,
+)
 from .._templating.environment import render_builtin
 from .._templating.file_compression import (
     compresses_files,
@@ -71,10 +77,12 @@ class CollectorStep:
     ``gym_service``. :func:`collector_step_script` writes them from Slurm's node lists.
 
     After the collector exited, when ``drain_config_path`` exists (the backend's queue is on
-    disk), the stop runs ``drain_command`` as the step ``drain_name`` for ``drain_seconds``
-    after it is healthy: what the stop left queued goes out (a healthy backend takes a stop's
-    remainder in a second or two). What it cannot send stays queued for the next start or
-    ``nemo-gym-otel drain``.
+    disk), the stop runs ``drain_command`` as the step ``drain_name`` once it is healthy, until
+    two readings in a row of its own metrics (on the hop's loopback host at
+    ``DRAIN_METRICS_PORT``) find its queues empty, for at most ``drain_seconds`` (the whole time
+    with the delivery report, whose reading after the queue emptied records it): what the stop
+    left queued goes out (a healthy backend takes a stop's remainder in a second or two). What
+    it cannot send stays queued for the next start or ``nemo-gym-otel drain``.
 
     ``files_mark`` begins the last line of ``config_path``, which says whether the stop has a
     drain config and which: ``<files_mark><id> with drain.yaml`` (then ``drain_config_path``
@@ -266,6 +274,11 @@ def collector_step_script(
             "config": step.drain_config_path,
             "srun": step.drain_srun_command,
             "seconds": step.drain_seconds,
+            # Where drain.yaml serves the drain's queue sizes (see _render/drain_config.py);
+            # None: the delivery report wants the drain to run its whole time.
+            "watch": None
+            if otel.delivery_report
+            else {"host": hop_host(otel.listen_host), "port": DRAIN_METRICS_PORT},
         },
         **set_aside_context(zstd_files),
         **compress_context(otel_dir, SIGNALS, step.finished_files_kept, bool(step.finished_files)),

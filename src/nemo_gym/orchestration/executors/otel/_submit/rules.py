@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from .._common.constants import (
     COLLECTOR_HEALTH_PORT,
+    DRAIN_METRICS_PORT,
     DRAIN_RECEIVER_PORT,
     FINAL_SCRAPE_GRACE_SECONDS,
     GYM_TELEMETRY_EXTRA,
@@ -40,6 +41,7 @@ _OWN_PORTS = {
 _HOP_PORT = {
     QUEUE_HOP_PORT: "the receiver of the collector's disk-queue hop",
     DRAIN_RECEIVER_PORT: "the receiver of the stop's drain",
+    DRAIN_METRICS_PORT: "the metrics of the stop's drain",
 }
 
 
