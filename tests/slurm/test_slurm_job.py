@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from support import helpers, job_fs
@@ -45,6 +46,7 @@ from support.e2e_otlp import SIGNALS
 from support.otelcol import collector_binary
 from support.slurm_cluster import require_cluster
 from support.slurm_job import SlurmRun, merge_runs, run_slurm_job
+from support.slurm_multi import CONTROLLER_ADDRESS, require_multi_cluster
 from support.slurm_script import Scenario, pusher_report
 
 from nemo_gym.orchestration.executors.otel import COLLECTOR_SERVICE_NAME, DRAIN_SECONDS
@@ -56,9 +58,24 @@ BOTH = ("otlp_http", "file")
 MISSING_BINARY = "nemo-gym-otel-no-such-collector"
 
 
+# The single-node cluster runs one job at a time (its jobs share the machine's ports), so its
+# tests are the suite's longest path. The scenarios that need nothing of the machine's own
+# namespace (the port 8888 taken there, say) run as the same single-node job on one node of the
+# three-node cluster instead, on that cluster's worker (``conftest.py``): each cluster's tests
+# still run one after the other.
+ON_THREE_NODES = pytest.mark.xdist_group("slurm-three-nodes")
+
+
+def _on_three_nodes(request: pytest.FixtureRequest) -> bool:
+    return any(m.args == ON_THREE_NODES.args for m in request.node.iter_markers("xdist_group"))
+
+
 @pytest.fixture(autouse=True)
-def _cluster() -> None:
-    require_cluster()
+def _cluster(request: pytest.FixtureRequest) -> None:
+    if _on_three_nodes(request):
+        require_multi_cluster()
+    else:
+        require_cluster()
 
 
 @pytest.fixture
@@ -74,14 +91,25 @@ def backend() -> Iterator[OtlpBackend]:
 
 
 @pytest.fixture
-def proxy(backend: OtlpBackend, token: str) -> Iterator[RoutingProxy]:
-    proxy = RoutingProxy(backend, token)
+def proxy(
+    request: pytest.FixtureRequest, backend: OtlpBackend, token: str
+) -> Iterator[RoutingProxy]:
+    """On loopback, or on the three-node cluster's bridge, where its nodes reach it."""
+    host = CONTROLLER_ADDRESS if _on_three_nodes(request) else "127.0.0.1"
+    proxy = RoutingProxy(backend, token, host=host)
     yield proxy
     proxy.close()
 
 
 def run(tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, scenario: Scenario) -> SlurmRun:
-    return run_slurm_job(tmp_path / scenario.name, tmp_path / "runs", scenario, backend, proxy)
+    return run_slurm_job(
+        tmp_path / scenario.name,
+        tmp_path / "runs",
+        scenario,
+        backend,
+        proxy,
+        three_nodes=urlsplit(proxy.url).hostname == CONTROLLER_ADDRESS,
+    )
 
 
 def scenario(name: str, token: str, line: str = "current", **changes: Any) -> Scenario:
@@ -241,6 +269,7 @@ def test_broken_config_fails_fast_naming_the_log(
     assert proxy.kept.total() == 0
 
 
+@ON_THREE_NODES
 def test_black_holed_backend_at_stop(
     tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
 ) -> None:
@@ -291,6 +320,7 @@ def test_second_run_keeps_the_first_runs_data(
     )
 
 
+@ON_THREE_NODES
 @pytest.mark.parametrize("stop", ["naive", "scancel-term"])
 def test_how_the_step_is_signalled_decides_the_last_batch(
     tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str, stop: str
@@ -367,6 +397,7 @@ def test_delivery_report_job_stops_cleanly_and_is_reported(
     print_stop(slurm, f"; {note}")
 
 
+@ON_THREE_NODES
 @pytest.mark.parametrize("line", LINES)
 def test_servers_pushing_until_the_job_ends(
     tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str, line: str

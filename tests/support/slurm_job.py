@@ -31,6 +31,7 @@ from .e2e_backend import OtlpBackend, RoutingProxy
 from .e2e_job import TOKEN_ENV, Job, Result, _require_free, free_ports
 from .e2e_services import FixtureExposition
 from .slurm_cluster import Watcher, submit
+from .slurm_multi import multi_env
 from .slurm_script import JOB_TIME_LIMIT_MINUTES, LATE_REPORT, SERVICES, Scenario, batch_script
 
 HEALTH_TIMEOUT_SECONDS = 60
@@ -138,10 +139,18 @@ def run_slurm_job(
     scenario: Scenario,
     backend: OtlpBackend,
     proxy: RoutingProxy,
+    *,
+    three_nodes: bool = False,
 ) -> SlurmRun:
-    """Submit one scenario's job, watch it until it ends, and gather what it left behind."""
-    for port in (OTLP_GRPC_PORT, OTLP_HTTP_PORT, COLLECTOR_HEALTH_PORT):
-        _require_free(port)
+    """Submit one scenario's job, watch it until it ends, and gather what it left behind.
+
+    With ``three_nodes`` the job runs on one node of the three-node cluster instead of the
+    single-node one: the same single-node job, in that node's network namespace (its fixed
+    ports are its own), with the backend's proxy on the cluster's bridge (``proxy`` must listen
+    there) and reached over plain http, as the multi-node jobs reach it."""
+    if not three_nodes:  # the single-node cluster's jobs bind their ports in this namespace
+        for port in (OTLP_GRPC_PORT, OTLP_HTTP_PORT, COLLECTOR_HEALTH_PORT):
+            _require_free(port)
     work.mkdir(parents=True)
     (work / "control").mkdir()
     job = scenario.job
@@ -154,6 +163,8 @@ def run_slurm_job(
     # job's last seconds are counted only when a flush after them still reaches the files.
     del mapping["otel"]["scrape_interval_seconds"]
     mapping["driver"]["env"] = DRIVER_ENV_EXTRA
+    if three_nodes:
+        mapping["otel"]["allow_plain_http"] = True  # the bridge is the cluster's private network
     config = SubmitConfig.from_dict(mapping)
     job_dir = output_path / job.gym_job_id / job.benchmark
     # As the executor: the config is written first, then the fragment runs the step from it.
@@ -178,9 +189,12 @@ def run_slurm_job(
     env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
     if scenario.token_in_env:
         env[TOKEN_ENV] = job.token
+    if three_nodes:
+        env = multi_env(env)
     job_id = submit(script, env)
     on_stop = proxy.become_black_hole if scenario.black_hole_at_stop else (lambda: None)
-    watcher = Watcher(job_id, job.token, work / "stopping", on_stop)
+    watched = multi_env() if three_nodes else None
+    watcher = Watcher(job_id, job.token, work / "stopping", on_stop, watched)
     watcher.wait_finished(JOB_TIME_LIMIT_MINUTES * 60 + 60)
     status, result = recorded_outcome(
         work,
