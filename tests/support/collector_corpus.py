@@ -106,7 +106,8 @@ class Case:
 
 
 def dump(doc: Doc) -> str:
-    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=1000)
+    """libyaml's emitter: a tenth of the pure-Python one's time, for hundreds of mutations."""
+    return yaml.dump(doc, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True, width=1000)
 
 
 def rendered_cases() -> Iterator[Case]:
@@ -120,7 +121,7 @@ def base_document(line: str) -> Doc:
     example = SubmitConfig.from_yaml(helpers.fixture_configs()["example"])
     for rendered_line, combination, text in helpers.render_variants(example):
         if rendered_line == line and combination == "otlp_http+file":
-            return yaml.safe_load(text)
+            return yaml.load(text, Loader=yaml.CSafeLoader)
     raise LookupError(line)
 
 
