@@ -224,12 +224,15 @@ def test_collector_step_delivers_everything(
 def drain_seconds(log: Path) -> float:
     """From the stop's drain being ready to its TERM, by the last start's and shutdown's lines
     of the collector's log (the step appends the drain's output there after the collector's)."""
-    stamps = {"Everything is ready": 0.0, "Starting shutdown": 0.0}
+    stamps: dict[str, float] = {}
     for line in log.read_text(errors="replace").splitlines():
-        for message in stamps:
+        for message in ("Everything is ready", "Starting shutdown"):
             if message in line:
                 stamps[message] = datetime.fromisoformat(line.split("\t", 1)[0]).timestamp()
-    return stamps["Starting shutdown"] - stamps["Everything is ready"]
+    assert len(stamps) == 2, f"no start or no shutdown of a collector in {log}"
+    seconds = stamps["Starting shutdown"] - stamps["Everything is ready"]
+    assert seconds > 0, f"the last collector in {log} shut down before it was ready"
+    return seconds
 
 
 def test_missing_binary_fails_the_start(
