@@ -21,6 +21,35 @@ import sys
 
 import mfusepy
 
+# What getattr and statfs hand FUSE of the backing file's lstat and the backing folder's statvfs.
+_STAT_FIELDS = (
+    "st_atime",
+    "st_ctime",
+    "st_gid",
+    "st_mode",
+    "st_mtime",
+    "st_nlink",
+    "st_size",
+    "st_uid",
+    "st_blocks",
+)
+_STATVFS_FIELDS = (
+    "f_bavail",
+    "f_bfree",
+    "f_blocks",
+    "f_bsize",
+    "f_favail",
+    "f_ffree",
+    "f_files",
+    "f_flag",
+    "f_frsize",
+    "f_namemax",
+)
+
+
+def _fields(result: os.stat_result | os.statvfs_result, names: tuple[str, ...]) -> dict[str, int]:
+    return {name: getattr(result, name) for name in names}
+
 
 class NoFlockPassthrough(mfusepy.Operations):
     """Each call on a path below the mount becomes the same call on SOURCE."""
@@ -64,21 +93,7 @@ class NoFlockPassthrough(mfusepy.Operations):
         return 0
 
     def getattr(self, path: str, fh: int | None = None) -> dict[str, int]:
-        st = os.lstat(self._real(path))
-        return {
-            key: getattr(st, key)
-            for key in (
-                "st_atime",
-                "st_ctime",
-                "st_gid",
-                "st_mode",
-                "st_mtime",
-                "st_nlink",
-                "st_size",
-                "st_uid",
-                "st_blocks",
-            )
-        }
+        return _fields(os.lstat(self._real(path)), _STAT_FIELDS)
 
     def link(self, target: str, source: str) -> int:
         os.link(self._real(source), self._real(target))
@@ -113,22 +128,7 @@ class NoFlockPassthrough(mfusepy.Operations):
         return 0
 
     def statfs(self, path: str) -> dict[str, int]:
-        st = os.statvfs(self._real(path))
-        return {
-            key: getattr(st, key)
-            for key in (
-                "f_bavail",
-                "f_bfree",
-                "f_blocks",
-                "f_bsize",
-                "f_favail",
-                "f_ffree",
-                "f_files",
-                "f_flag",
-                "f_frsize",
-                "f_namemax",
-            )
-        }
+        return _fields(os.statvfs(self._real(path)), _STATVFS_FIELDS)
 
     def symlink(self, target: str, source: str) -> int:
         os.symlink(source, self._real(target))

@@ -163,13 +163,21 @@ def _queue_sizes_served(telemetry: Any, host: str) -> dict[str, Any]:
     served: dict[str, Any] = dict(telemetry) if isinstance(telemetry, Mapping) else {}
     metrics = served.get("metrics")
     metrics = dict(metrics) if isinstance(metrics, Mapping) else {}
-    if metrics.get("level", "none") == "none":
-        metrics["level"] = "basic"
     readers = metrics.get("readers")
-    pull = {"pull": {"exporter": {"prometheus": {"host": host, "port": DRAIN_METRICS_PORT}}}}
-    metrics["readers"] = [*(readers if isinstance(readers, list) else []), pull]
+    serve_metrics(metrics, host, DRAIN_METRICS_PORT, readers if isinstance(readers, list) else [])
     served["metrics"] = metrics
     return served
+
+
+def serve_metrics(metrics: dict[str, Any], host: str, port: int, kept: list[Any]) -> None:
+    """Make ``metrics`` (a ``service.telemetry.metrics`` section) serve the collector's own
+    metrics for pulling on ``host:port``, beside the readers ``kept``, at the basic level at
+    least (``none`` would serve nothing): the stop's drain and ``nemo-gym-otel drain`` read its
+    queue sizes there."""
+    if metrics.get("level", "none") == "none":
+        metrics["level"] = "basic"
+    pull = {"pull": {"exporter": {"prometheus": {"host": host, "port": port}}}}
+    metrics["readers"] = [*kept, pull]
 
 
 def _compressing_file_exporters(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:

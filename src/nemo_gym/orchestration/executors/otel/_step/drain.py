@@ -65,7 +65,12 @@ from .._common.constants import (
 from .._common.errors import SubmitConfigError
 from .._common.text_file import open_regular, read_text_file
 from .._common.yaml_loader import parse_yaml
-from .._render.drain_config import DRAIN_FILES_PIPELINE, DRAIN_RECEIVER, feature_gate_arguments
+from .._render.drain_config import (
+    DRAIN_FILES_PIPELINE,
+    DRAIN_RECEIVER,
+    feature_gate_arguments,
+    serve_metrics,
+)
 from .queue_place import local_queue_folder
 
 _RETRIED_AFTER_TIMEOUT = re.compile(
@@ -201,13 +206,9 @@ def local_drain_document(document: Mapping[str, Any], metrics_port: int) -> dict
     local: dict[str, Any] = _replace(document, moves)
     service = _section(local, "service")
     metrics = _section(_section(service, "telemetry"), "metrics")
-    if metrics.get("level", "none") == "none":
-        metrics["level"] = "basic"
     # Only the pull reader: what this drain sent is recorded in drain.jsonl, not pushed into
     # the files as a delivery-report reading too (the report would count it twice).
-    metrics["readers"] = [
-        {"pull": {"exporter": {"prometheus": {"host": "127.0.0.1", "port": metrics_port}}}}
-    ]
+    serve_metrics(metrics, "127.0.0.1", metrics_port, [])
     # Nothing pushes readings now, so the pipeline that wrote them to the files goes too, and
     # nothing arrives at the drain's own receiver: its pipelines need no stamp (which reads
     # SLURM_JOB_ID, unset where a drain runs later).
