@@ -13,6 +13,8 @@ Outside CI the suite skips when the cluster is not up; with ``CI=true`` it fails
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +25,15 @@ from support import helpers
 from support.e2e_backend import OtlpBackend, RoutingProxy
 from support.e2e_checks import OVERRIDE, check_no_token, check_run, check_sdk_items, random_token
 from support.e2e_job import Job, Result
-from support.e2e_otlp import SIGNALS
+from support.e2e_job_end import (
+    PUSHERS,
+    JobEnd,
+    count_differences,
+    held,
+    read_reports,
+    unattributed,
+)
+from support.e2e_otlp import SIGNALS, file_bytes
 from support.otelcol import collector_binary
 from support.slurm_job import output_tail
 from support.slurm_multi import require_multi_cluster
@@ -35,6 +45,7 @@ from support.slurm_multi_job import (
     backend_on_the_bridge,
     run_multi_node_job,
 )
+from support.slurm_script import pusher_report
 
 # The three-node cluster's tests run on one worker, beside the single-node cluster's (conftest.py).
 pytestmark = [
@@ -201,3 +212,73 @@ def test_a_node_without_exporters_and_a_pool_without_its_service(
         "  n3: node (n3:9100) never up" in text
         and "  n2: gym-vllm/judge (n2:8100) never up" in text
     )
+
+
+@pytest.mark.parametrize("line", ["legacy", "current"])
+def test_servers_on_every_node_pushing_until_the_job_ends(
+    tmp_path: Path, token: str, backend_and_proxy: tuple[OtlpBackend, RoutingProxy], line: str
+) -> None:
+    """Issue 37 across nodes: a server on each of n1, n2 and n3 (``e2e_pusher.py``, one step
+    each; n2's and n3's push over the job's network to the collector on n1, which listens on
+    every interface) pushes spans every 25 ms, log records and a counter from the collector's
+    start through its stop and the stop's drain, TERMed only after the stop returned; the
+    delivery report is on. Every item their SDK saw accepted is in the files (read whole by
+    ``zstd`` too) and at the backend exactly once, and every resource at the backend, the
+    scraped nodes' included, carries the job's attributes: the drain took nothing pushed from
+    any node."""
+    multi = run(
+        tmp_path,
+        token,
+        backend_and_proxy,
+        line,
+        name=f"job-end-{line}",
+        pushers=True,
+        otel={"listen_host": "0.0.0.0", "delivery_report": True},
+    )
+    assert multi.status.get("start") == "0", f"start failed: {multi.start_error.strip()}"
+    assert multi.status.get("stop") == "0", f"stop: {multi.stop_error.strip()}"
+    assert multi.status.get("pushers") == "0", output_tail(multi.work)
+    assert multi.job_state == "COMPLETED", multi.job_state
+    assert not multi.cmdline_leaks, f"the token is on command lines: {multi.cmdline_leaks[:3]}"
+    result = multi.result
+    assert result is not None, output_tail(multi.work)
+    end = read_reports({name: pusher_report(multi.work, name) for name in PUSHERS}, 0.0)
+    for name in PUSHERS:
+        assert all(end_items(end, name, s) for s in SIGNALS), f"{name} had nothing accepted"
+    items = {
+        "backend": {s: result.backend_items(s) for s in SIGNALS},
+        "files": {s: result.file_items(s) for s in SIGNALS},
+    }
+    wrong = [
+        problem
+        for where, held_there in items.items()
+        if (problem := count_differences(where, held(held_there), end.accepted))
+    ]
+    assert not wrong, "; ".join(wrong)
+    found = unattributed(items["backend"])
+    assert not found, f"{sum(found.values())} items at the backend lack the job's attributes"
+    check_zstd_reads_the_files(multi.job_dir / "otel", line)
+    check_no_token(result)
+    print(
+        f"[job end, {line}] accepted spans/points/logs per server: "
+        f"{ {n: [end_items(end, n, s) for s in SIGNALS] for n in PUSHERS} }"
+    )
+
+
+def end_items(end: JobEnd, service: str, signal: str) -> int:
+    """How many of ``service``'s items of ``signal`` the collector accepted."""
+    return sum(n for (name, _), n in end.accepted[signal].items() if name == service)
+
+
+def check_zstd_reads_the_files(otel_dir: Path, line: str) -> None:
+    """Each signal's file is there as the line writes it (zstd streams on the current line,
+    JSON lines on the legacy one), and ``zstd -dc`` (zstdcat) reads every compressed file
+    whole, to the very bytes the tests' own reader counted the items from."""
+    zstd = shutil.which("zstd")
+    assert zstd, "the zstd command is needed (.ci/run installs it)"
+    for s in SIGNALS:
+        assert (otel_dir / f"{s}{helpers.FILE_SUFFIXES[line]}").is_file(), f"no {s} file"
+    for path in sorted(otel_dir.glob("*.zst")):
+        decoded = subprocess.run([zstd, "-dcq", str(path)], capture_output=True, timeout=60)
+        assert decoded.returncode == 0, (path.name, decoded.stderr)
+        assert decoded.stdout == file_bytes(path), f"zstd reads {path.name} otherwise"

@@ -16,10 +16,13 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from nemo_gym.orchestration.executors.otel import (
+    OTLP_GRPC_PORT,
+    OTLP_HTTP_PORT,
     SubmitConfig,
     collector_step,
     collector_step_script,
@@ -30,10 +33,11 @@ from nemo_gym.orchestration.executors.otel import (
 from . import helpers
 from .e2e_backend import OtlpBackend, RoutingProxy
 from .e2e_job import TOKEN_ENV, Job, Result
+from .e2e_job_end import PUSHERS
 from .slurm_cluster import Watcher
 from .slurm_job import DRIVER_ENV_EXTRA, HEALTH_TIMEOUT_SECONDS, _read, recorded_outcome
 from .slurm_multi import CONTROLLER_ADDRESS, multi_env, submit
-from .slurm_script import driver_command
+from .slurm_script import driver_command, pushers_start, pushers_stop
 
 TESTS = helpers.REPO / "tests"
 POOLS = {"main": ("n1",), "judge": ("n2", "n3")}
@@ -42,6 +46,10 @@ PORTS = {"policy": 8000, "judge": 8100, "dcgm": 9400, "node": 9100}
 EXPORTERS = {"dcgm": "dcgm_metrics.txt", "node": "node_metrics.txt"}
 JUDGE_FIXTURE = "vllm_metrics.txt"
 JOB_TIME_LIMIT_MINUTES = 5
+# A server pushing until the job ends on every node (``e2e_pusher.py``): the one on the
+# collector's node reaches it on localhost, as the driver's environment says; the others over
+# the job's network, at the collector's node (``otel.listen_host`` must then be a wildcard).
+PUSHER_NODES = dict(zip(PUSHERS, NODES, strict=True))
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,10 @@ class MultiScenario:
     binary: str
     exporters_on: tuple[str, ...] = NODES  # the nodes whose node and DCGM exporters run
     judge_starts: bool = True
+    # Servers that push until the job ends, one on each node (PUSHER_NODES): started after the
+    # collector, TERMed only after its stop (and the stop's drain) returned.
+    pushers: bool = False
+    otel: dict[str, Any] = field(default_factory=dict)  # more keys of the otel section
 
 
 @dataclass
@@ -106,6 +118,7 @@ def batch_script(scenario: MultiScenario, work: Path, driver_env: dict[str, str]
             for name, fixture in EXPORTERS.items():
                 kind = ["fixture", f"{name}-{node}", f"--fixture={fixture}"]
                 services.append(_srun(group, node, name, _service(work, kind, PORTS[name])))
+    pushers = _pushers(scenario, work, driver_env)
     local = ["policy", *(f"{n}-n1" for n in EXPORTERS if "n1" in scenario.exporters_on)]
     driver = driver_command(work, scenario.job, local)
     exports = "\n".join(f"    export {k}={shlex.quote(v)}" for k, v in driver_env.items())
@@ -126,23 +139,48 @@ record start $?
 if [[ $(tail -n 1 {status}) != start=0 ]]; then
     exit 0
 fi
-(
+{pushers[0]}(
 {exports}
     srun --overlap --het-group=0 --nodes=1 --ntasks=1 --job-name=driver --export=ALL {driver}
 )
 record driver $?
 otel_collector_stop 2>{shlex.quote(str(work / "stop.err"))}
 record stop $?
-"""
+{pushers[1]}"""
 
 
-def config_mapping(job: Job, output_path: Path, endpoint: str, binary: str) -> dict:
+def _pushers(scenario: MultiScenario, work: Path, driver_env: dict[str, str]) -> tuple[str, str]:
+    """The batch script's lines that start the pushers and that stop them (empty without)."""
+    if not scenario.pushers:
+        return "", ""
+    collector_node = POOLS["main"][0]
+    remote = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{collector_node}:{OTLP_HTTP_PORT}",
+        "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": f"http://{collector_node}:{OTLP_GRPC_PORT}",
+    }
+    groups = {node: group for group, nodes in enumerate(POOLS.values()) for node in nodes}
+    placed = {
+        name: (
+            {} if node == collector_node else remote,
+            f"--het-group={groups[node]} --nodelist={node} ",
+        )
+        for name, node in PUSHER_NODES.items()
+    }
+    exports = "\n".join(f"export {k}={shlex.quote(v)}" for k, v in driver_env.items())
+    return pushers_start(work, exports, placed), pushers_stop()
+
+
+def config_mapping(
+    job: Job, output_path: Path, endpoint: str, binary: str, extra: dict[str, Any]
+) -> dict:
+    """The submit config of the bundled example's shape; ``extra``: more keys of ``otel``."""
     mapping = job.config_dict(output_path, PORTS, endpoint)
     (compute,) = mapping["compute"].values()
     compute["node_pools"] = {pool: {"nodes": len(nodes)} for pool, nodes in POOLS.items()}
     mapping["services"]["judge"]["node_pool"] = "judge"
     otel = mapping["otel"]
     otel["binary"] = binary
+    otel.update(extra)
     otel["health_check_timeout_seconds"] = HEALTH_TIMEOUT_SECONDS
     # The test backend answers plain HTTP on the cluster's bridge, off the collector's node.
     otel["allow_plain_http"] = True
@@ -168,7 +206,9 @@ def run_multi_node_job(
     work.mkdir(parents=True)
     (work / "control").mkdir()
     job = scenario.job
-    config = SubmitConfig.from_dict(config_mapping(job, output_path, proxy.url, scenario.binary))
+    config = SubmitConfig.from_dict(
+        config_mapping(job, output_path, proxy.url, scenario.binary, scenario.otel)
+    )
     job_dir = output_path / job.gym_job_id / job.benchmark
     config_path = write_collector_config(config, job.benchmark, job_dir)
     step = collector_step(config, job.benchmark, str(job_dir))

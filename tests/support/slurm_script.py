@@ -181,12 +181,21 @@ def _pushers_start(scenario: Scenario, work: Path, exports: str) -> str:
     """The pusher steps, in the background, in the driver's environment."""
     if not scenario.pushers:
         return ""
+    return pushers_start(work, exports, {name: ({}, "") for name in scenario.pushers})
+
+
+def pushers_start(work: Path, exports: str, placed: dict[str, tuple[dict[str, str], str]]) -> str:
+    """Pusher steps (``e2e_pusher.py``), in the background, in the driver's environment
+    ``exports``: one per service name of ``placed``, with its (variables, ``srun`` options),
+    which put it on a node of its own and point it at the collector from there."""
     python = _quoted([sys.executable])
     steps = "\n".join(
-        f"    OTEL_SERVICE_NAME={shlex.quote(name)} srun --overlap --nodes=1 --ntasks=1 "
-        f"--job-name={PUSHER_STEP} --export=ALL {python} {shlex.quote(str(PUSHER_SCRIPT))} "
+        f"    OTEL_SERVICE_NAME={shlex.quote(name)} "
+        + "".join(f"{k}={shlex.quote(v)} " for k, v in variables.items())
+        + f"srun --overlap {options}--nodes=1 --ntasks=1 --job-name={PUSHER_STEP} --export=ALL "
+        f"{python} {shlex.quote(str(PUSHER_SCRIPT))} "
         f"--report={shlex.quote(str(pusher_report(work, name)))} &"
-        for name in scenario.pushers
+        for name, (variables, options) in placed.items()
     )
     return f"""(
 {textwrap.indent(exports, " " * 4)}
@@ -199,10 +208,14 @@ pushers=$!
 
 
 def _pushers_stop(scenario: Scenario) -> str:
-    """TERM to the pusher steps once the stop returned: they pushed through it."""
-    if not scenario.pushers:
-        return ""
-    return f"""scancel --signal=TERM $(squeue -s -h -j "$SLURM_JOB_ID" -o '%i %j' | awk '$2 == "{PUSHER_STEP}" {{print $1}}')
+    return pushers_stop() if scenario.pushers else ""
+
+
+def pushers_stop() -> str:
+    """TERM to the pusher steps once the stop returned: they pushed through it. A
+    heterogeneous job's steps are listed under their component's own job id, so every
+    component's steps are looked at."""
+    return f"""scancel --signal=TERM $(for component in $(squeue -h -j "$SLURM_JOB_ID" -o %A); do squeue -s -h -j "$component" -o '%i %j'; done | awk '$2 == "{PUSHER_STEP}" {{print $1}}')
 wait "$pushers"
 record pushers $?
 record pushers_ended "$(date +%s.%N)"
