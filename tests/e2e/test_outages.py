@@ -10,6 +10,12 @@ backend back:
 - ``killed``: SIGKILL instead of the stop, with the last batch already on disk; the drain,
   run where the job directory was moved to, sends everything that reached the disk queue.
 
+The current line runs them also with the job directory on the file systems of
+``.ci/job-fs-up`` (``support/job_fs.py``): sshfs, a network file system whose flock works, where
+the queue stays in the job directory, and ``noflock``, whose flock fails with ENOSYS, where the
+step's start (which ``Life`` runs) puts the queue in a node-local folder that ``otel/queue``
+links to, and the stop's drain and ``drain`` reach it there.
+
 Every item reaches the backend exactly as often as it was sent (the spans' ids are unique), the
 token is in no file of the job directory (the queue's files included), and ``drain.jsonl``
 records each drain. The long versions (10-minute outages at the large job's load) are in
@@ -28,7 +34,7 @@ from typing import Any
 
 import pytest
 import yaml
-from support import helpers
+from support import helpers, job_fs
 from support.e2e_job import TOKEN_ENV, Collector, running
 from support.e2e_life import FAULTS, Life
 from support.e2e_otlp import SIGNALS, post_json
@@ -36,25 +42,40 @@ from support.e2e_tally import assert_holds_exactly, at_backend, found, in_files,
 from support.otelcol import collector_binary
 
 from nemo_gym.orchestration.executors.otel._common.constants import DELIVERY_REPORT_INTERVAL_SECONDS
+from nemo_gym.orchestration.executors.otel._step.queue_place import queue_places, this_node
 
 pytestmark = pytest.mark.collector
 
 LINES = tuple(helpers.line_metadata())
 SCENARIOS = ("stopped", "killed")
+# (line, file system of the job directory: "" the test's own folder, else a job_fs name)
+BEDS = (*((line, "") for line in LINES), *(("current", fs) for fs in job_fs.FILE_SYSTEMS))
 
 
-@pytest.fixture(scope="module", params=LINES)
+@pytest.fixture(scope="module", params=BEDS, ids=["-".join(filter(None, bed)) for bed in BEDS])
 def outages(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Future[Life]]]:
-    line = request.param
+    line, file_system = request.param
     binary = collector_binary(line)
     folders = {name: tmp_path_factory.mktemp(f"outage-{line}-{name}") for name in SCENARIOS}
+    outputs = {
+        name: job_fs.fresh_folder(file_system) if file_system else None for name in SCENARIOS
+    }
     started: list[Life] = []
 
     def live(index: int, name: str) -> Life:
-        host = f"127.0.0.{100 + 10 * LINES.index(line) + index}"
-        life = Life(line, host, folders[name], binary, secrets.token_urlsafe(48))
+        # 127.0.0.100-131 and 140-151; the full-disk test's are 127.0.0.130 and .131.
+        bed = BEDS.index(request.param)
+        host = f"127.0.0.{100 + 10 * bed + (10 if bed > 2 else 0) + index}"
+        life = Life(
+            line,
+            host,
+            folders[name],
+            binary,
+            secrets.token_urlsafe(48),
+            output_path=outputs[name],
+        )
         started.append(life)
         life.start(FAULTS["503"], kill=name == "killed")
         return life
@@ -124,8 +145,32 @@ def test_drain_sends_what_the_outage_left_exactly_once(
     records = (life.otel_dir / "drain.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(r)["empty"] for r in records] == [True, True]
     token = life.token.encode()
-    leaks = [p.name for p in life.job_dir.rglob("*") if p.is_file() and token in p.read_bytes()]
+    written = [
+        *life.job_dir.rglob("*"),
+        *(p for f in life.node_local_queues() for p in f.iterdir()),
+    ]
+    leaks = [p.name for p in written if p.is_file() and token in p.read_bytes()]
     assert not leaks, f"the token is written in {leaks}"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_queue_is_where_the_job_directorys_file_system_locks(
+    outages: dict[str, Future[Life]], scenario: str
+) -> None:
+    """In the job directory where flock works there (the test's folder, sshfs); where it fails
+    (noflock), in a node-local folder of this node that ``otel/queue`` links to, holding the
+    queue's databases."""
+    life = outages[scenario].result()
+    queue = life.otel_dir / "queue"
+    places = queue_places(life.job_dir)
+    if job_fs.file_system_of(life.job_dir) == "noflock":
+        (place,) = places
+        assert place.node == this_node(), place
+        assert queue.is_symlink() and queue.readlink() == place.folder, queue
+        assert any(p.stat().st_size for p in place.folder.iterdir()), "no queue database there"
+    else:
+        assert not places and queue.is_dir() and not queue.is_symlink(), places
+        assert any(p.stat().st_size for p in queue.iterdir()), "no queue database there"
 
 
 def _post_logs(host: str, batch: int, records: int, body_bytes: int) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -35,6 +36,8 @@ from nemo_gym.orchestration.executors.otel import (
     collector_step_script,
     write_collector_config,
 )
+from nemo_gym.orchestration.executors.otel._common.constants import COLLECTOR_LOG_NAME
+from nemo_gym.orchestration.executors.otel._step.queue_place import queue_places
 
 from .e2e_backend import OtlpBackend, RoutingProxy
 from .e2e_job import (
@@ -162,18 +165,22 @@ class Life:
         token: str,
         otel: dict[str, Any] | None = None,
         template_dirs: list[Path] | None = None,
+        output_path: Path | None = None,
     ) -> None:
-        """``otel``: keys added to the job's ``otel`` section; ``template_dirs``: overrides."""
+        """``otel``: keys added to the job's ``otel`` section; ``template_dirs``: overrides;
+        ``output_path``: where the job directories are (default ``tmp_path/runs``), e.g. a
+        folder on another file system (``job_fs.fresh_folder``)."""
         self.line = line
         self._otel = otel or {}
         self.host = host
         self.tmp_path = tmp_path
+        self.output_path = output_path or tmp_path / "runs"
         self.binary = binary
         self.token = token
         self.runs: list[Run] = []
         self.backend = OtlpBackend()
         self.proxy = RoutingProxy(self.backend, token)
-        self.job_dir = tmp_path / "runs" / GYM_JOB_ID / BENCHMARK
+        self.job_dir = self.output_path / GYM_JOB_ID / BENCHMARK
         self.config_path = write_collector_config(
             self._config(), BENCHMARK, self.job_dir, template_dirs=template_dirs
         )
@@ -190,7 +197,7 @@ class Life:
                     "gym_install": {"repo": "https://github.com/NVIDIA-NeMo/gym", "ref": "v0.4.1"},
                     "benchmarks": {BENCHMARK: {}},
                 },
-                "job": {"output_path": str(self.tmp_path / "runs")},
+                "job": {"output_path": str(self.output_path)},
                 "otel": {
                     "collector_version": collector_release(self.line),
                     "endpoint": self.proxy.url,
@@ -215,7 +222,13 @@ class Life:
             "SLURM_JOB_ID": SLURM_JOB_ID,
         }
 
-    def start(self, fault: Fault | None = None, *, kill: bool = False) -> Run:
+    def start(
+        self,
+        fault: Fault | None = None,
+        *,
+        kill: bool = False,
+        grace_seconds: float = FINAL_SCRAPE_GRACE_SECONDS,
+    ) -> Run:
         """Start the collector, let the job's processes send, stop it like the executor does.
 
         Without ``fault``: the driver's processes exit, the collector outlives them by
@@ -224,6 +237,7 @@ class Life:
         the late batch and TERM follow as soon as every signal's exporter has met it. With
         ``kill``, SIGKILL instead of TERM, once the late batch had a second to reach the disk
         queue and the files (a node's out-of-memory killer): no stop, so no stop's drain.
+        ``grace_seconds``: the executor's grace, shorter for a scenario about something else.
         """
         run = Run()
         self.runs.append(run)
@@ -257,7 +271,7 @@ class Life:
                         f"every signal's exporter to meet a backend that {fault.name}",
                     )
                 else:
-                    time.sleep(FINAL_SCRAPE_GRACE_SECONDS)
+                    time.sleep(grace_seconds)
                 # A last batch in the last moment before TERM.
                 run.sent.update(late.finish())
             if kill:
@@ -275,15 +289,31 @@ class Life:
 
     def step_call(self, function: str) -> None:
         """Run one function of this job's step fragment (``collector_step_script``), as the
-        job step runs it."""
+        job step runs it, with the job's ``SLURM_JOB_ID``."""
         fragment = collector_step_script(self._config(), BENCHMARK, self.job_dir)
-        subprocess.run(["bash", "-c", f"{fragment}\n{function}"], check=True, timeout=60)
+        env = {**os.environ, "SLURM_JOB_ID": SLURM_JOB_ID}
+        subprocess.run(["bash", "-c", f"{fragment}\n{function}"], check=True, timeout=60, env=env)
 
     def prepare_files(self) -> None:
         """What the job step's start does to the job's files before it starts the collector: a
         requeue's earlier zstd files renamed (``_step/fresh_files.py``), the live files a
-        rotating exporter opens late created (``_step/finished_files.py``)."""
-        self.step_call("_otel_collector_set_aside && _otel_collector_live_files")
+        rotating exporter opens late created (``_step/finished_files.py``), the backend's disk
+        queue placed (``_step/queue_place.py``: a node-local folder where the job directory's
+        file system does not lock). The placing probes locks on ``otel/collector.log``, which
+        the collector writes here only in a job step (these scenarios keep its log outside the
+        job directory): an empty one the probe made goes again, so that ``report`` finds no
+        log, as before."""
+        log = self.otel_dir / COLLECTOR_LOG_NAME
+        existed = log.exists()
+        self.step_call(
+            "_otel_collector_set_aside && _otel_collector_live_files && _otel_collector_place_queue"
+        )
+        if not existed and log.exists() and log.stat().st_size == 0:
+            log.unlink()
+
+    def node_local_queues(self) -> list[Path]:
+        """The node-local folders the placing put the job's queue in (``queue_places``)."""
+        return [place.folder for place in queue_places(self.job_dir)]
 
     def stop_drain(self, env: dict[str, str], log_path: Path) -> int | None:
         """The job step's stop's drain in this job directory (see ``e2e_job.stop_drain``)."""
@@ -304,3 +334,5 @@ class Life:
     def close(self) -> None:
         self.proxy.close()
         self.backend.close()
+        for folder in self.node_local_queues():
+            shutil.rmtree(folder, ignore_errors=True)

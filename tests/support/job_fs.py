@@ -40,3 +40,8 @@ def fresh_folder(name: str) -> Path:
     folder = mount / f"test-{uuid.uuid4().hex[:12]}"
     folder.mkdir(mode=0o777)
     return folder
+
+
+def file_system_of(path: Path) -> str | None:
+    """The name of the test file system ``path`` is on, or None (another one)."""
+    return next((name for name, mount in mounted().items() if path.is_relative_to(mount)), None)
