@@ -43,10 +43,17 @@ from support.e2e_job_end import (
 )
 from support.e2e_life import OWN_METRICS_DEFAULT, port_taken
 from support.e2e_otlp import SIGNALS
+from support.e2e_tally import assert_holds_exactly, count, found, sent
 from support.otelcol import collector_binary
 from support.slurm_cluster import require_cluster
 from support.slurm_job import SlurmRun, merge_runs, run_slurm_job
-from support.slurm_multi import CONTROLLER_ADDRESS, require_multi_cluster
+from support.slurm_multi import (
+    CONTROLLER_ADDRESS,
+    NODES,
+    require_multi_cluster,
+    submit,
+    wait_gone,
+)
 from support.slurm_script import Scenario, pusher_report
 
 from nemo_gym.orchestration.executors.otel import COLLECTOR_SERVICE_NAME, DRAIN_SECONDS
@@ -531,3 +538,75 @@ def test_sshfs_job_dir_keeps_the_queue(
     assert MOVED not in (otel / "collector.log").read_text("utf-8")
     text = helpers.run_cli("report", slurm.job_dir, cwd=tmp_path).stdout
     assert "backend queue:" not in text, text
+
+
+DRAIN_JOB = """#!/bin/bash
+#SBATCH --job-name=drain-elsewhere
+#SBATCH --nodes=1 --ntasks=1 --nodelist={node} --time=3
+#SBATCH --output={work}/drain-job.out --chdir={work}
+echo "$SLURMD_NODENAME" >node
+{cli} drain {job_dir} --collector {collector} --format json --timeout 120 >drain.json 2>drain.err
+echo $? >status
+"""
+
+
+@ON_THREE_NODES
+def test_sshfs_queue_left_by_an_outage_drains_from_another_node(
+    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
+) -> None:
+    """A job on one node of the three-node cluster, its job directory on sshfs, meets a backend
+    that answers 503 from start to end: its stop (and the stop's drain) leave the queue in the
+    job directory (flock works on sshfs). ``nemo-gym-otel drain``, run as a job on another node
+    of the cluster once the backend is back, sends it: the backend then holds every item the
+    producers saw accepted exactly once, as the files do, all with the job's attributes."""
+    proxy.start_outage()
+    name = "sshfs-outage"
+    job_parent = job_fs.fresh_folder("sshfs")
+    slurm = run_slurm_job(
+        tmp_path / name, job_parent, scenario(name, token), backend, proxy, three_nodes=True
+    )
+    result = check_started_and_stopped(slurm)
+    assert DRAIN_STEP in slurm.steps_seen, f"the stop ran no drain: {sorted(slurm.steps_seen)}"
+    want = sent([result])
+    files = found({s: result.file_items(s) for s in SIGNALS})
+    assert_holds_exactly(files, want, "files")
+    before = found({s: result.backend_items(s) for s in SIGNALS})
+    assert all(want[s] - before[s] for s in SIGNALS), "the outage cost the backend nothing"
+    queue = slurm.job_dir / "otel" / "queue"
+    assert queue.is_dir() and not queue.is_symlink() and queue_files(queue), "no queue left"
+    # scontrol's view while the job ran names its node (and "(null)" while it was pending).
+    views = (
+        w.split("=", 1)[1] for t in slurm.scontrol for w in t.split() if w.startswith("NodeList=")
+    )
+    (ran_on,) = {node for node in views if node in NODES}
+    elsewhere = next(node for node in NODES if node != ran_on)
+    proxy.end_outage()
+    work = tmp_path / "drain"
+    work.mkdir()
+    script = work / "drain.sh"
+    script.write_text(
+        DRAIN_JOB.format(
+            node=elsewhere,
+            work=work,
+            cli=helpers.CLI,
+            job_dir=slurm.job_dir,
+            collector=collector_binary("current"),
+        ),
+        "utf-8",
+    )
+    drain_job = submit(script, helpers.cli_env(**{TOKEN_ENV: token}))
+    wait_gone(drain_job, 180)
+    said = (work / "drain.err").read_text("utf-8") + (work / "drain-job.out").read_text("utf-8")
+    assert (work / "node").read_text("utf-8").strip() == elsewhere, said
+    assert (work / "status").read_text("utf-8").strip() == "0", said
+    outcome = json.loads((work / "drain.json").read_text("utf-8"))
+    assert outcome["empty"] and sum(outcome["sent"].values()) > 0, outcome
+    at_backend = {s: result.backend_items(s) for s in SIGNALS}
+    assert_holds_exactly(found(at_backend), want, "backend after the drain from another node")
+    missing = unattributed(at_backend)
+    assert not missing, f"{sum(missing.values())} items at the backend lack the job's attributes"
+    check_token_hidden(slurm)
+    print(
+        f"[{name}] job on {ran_on}, drained on {elsewhere}: sent {outcome['sent']}, "
+        f"producers' spans/points/logs {count(want)}"
+    )
