@@ -330,7 +330,6 @@ def test_second_run_keeps_the_first_runs_data(
     )
 
 
-@ON_THREE_NODES
 @pytest.mark.parametrize("stop", ["naive", "scancel-term"])
 def test_how_the_step_is_signalled_decides_the_last_batch(
     tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str, stop: str
