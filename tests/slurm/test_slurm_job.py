@@ -38,7 +38,9 @@ from support.e2e_job_end import (
     PUSHERS,
     count_differences,
     held,
+    last_accepted,
     read_reports,
+    term_time,
     unattributed,
 )
 from support.e2e_life import OWN_METRICS_DEFAULT, port_taken
@@ -63,6 +65,8 @@ pytestmark = [pytest.mark.slurm, pytest.mark.collector]
 LINES = ("legacy", "current")
 BOTH = ("otlp_http", "file")
 MISSING_BINARY = "nemo-gym-otel-no-such-collector"
+# The stop races a steady stream only if items were accepted this close before TERM.
+LAST_SECOND = 1.0
 
 
 # The single-node cluster runs one job at a time (its jobs share the machine's ports), so its
@@ -428,7 +432,11 @@ def test_servers_pushing_until_the_job_ends(
     assert f"{COLLECTOR_SERVICE_NAME}_drain" in slurm.steps_seen, sorted(slurm.steps_seen)
     result = slurm.result
     assert result is not None
-    end = read_reports({name: pusher_report(slurm.work, name) for name in PUSHERS}, 0.0)
+    term = term_time((slurm.job_dir / "otel" / "collector.log").read_text(errors="replace"))
+    end = read_reports({name: pusher_report(slurm.work, name) for name in PUSHERS}, term)
+    last = {(n, s): last_accepted(end, s, n) for n in PUSHERS for s in SIGNALS}
+    quiet = {k: t for k, t in last.items() if t is None or t <= -LAST_SECOND}
+    assert not quiet, f"nothing accepted in the last second before TERM from {quiet}"
     items = destinations(result)
     wrong = [
         problem

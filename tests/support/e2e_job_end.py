@@ -17,6 +17,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,27 @@ class JobEnd:
     exit_code: int | None = None
     drain_exit_code: int | None = None
     log: str = ""
+
+
+# What the collector logs when the stop's TERM reaches it (both lines' otelcol/collector.go).
+TERM_MESSAGE = "Received signal from OS"
+
+
+def term_time(log: str) -> float:
+    """When the collector got the stop's TERM, by the first line of its log that says so (the
+    stop's drain logs one too, later); its timestamp is the line's first field."""
+    line = next((x for x in log.splitlines() if TERM_MESSAGE in x), None)
+    assert line is not None, f"the collector's log has no {TERM_MESSAGE!r} line"
+    return datetime.fromisoformat(line.split("\t", 1)[0]).timestamp()
+
+
+def last_accepted(end: JobEnd, signal_name: str, service: str) -> float | None:
+    """The latest time, from TERM, at which ``service`` had items of ``signal_name`` accepted
+    before TERM (None: none)."""
+    before = [
+        t for (s, key), t in end.accepted_at.items() if s == signal_name and key[0] == service
+    ]
+    return max((t for t in before if t <= 0), default=None)
 
 
 def _key(signal_name: str, service: str, item: Any) -> Any:
