@@ -17,7 +17,16 @@ from typing import Any
 
 from ._stats import Sample, describe, table
 
-SUITES = ("render", "write", "import", "collector", "long_jobs", "queue_cap", "scrape_load", "fleet")
+SUITES = (
+    "render",
+    "write",
+    "import",
+    "collector",
+    "long_jobs",
+    "queue_cap",
+    "scrape_load",
+    "fleet",
+)
 
 
 def _cpu_model() -> str:

@@ -91,9 +91,7 @@ def item_numbers(signal: str, message: Any) -> list[int]:
             continue
         for metric in scope.metrics:
             for point in _points(metric):
-                numbers += [
-                    a.value.int_value for a in point.attributes if a.key == ID_ATTRIBUTE
-                ]
+                numbers += [a.value.int_value for a in point.attributes if a.key == ID_ATTRIBUTE]
     return numbers
 
 

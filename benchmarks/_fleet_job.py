@@ -103,7 +103,11 @@ class FleetJob:
         with self.network.inside(self.index):
             code = self.collector.stop()
             drain = stop_drain(
-                self.binary, self.config_path.parent, self.env, self.job_dir, self.logs / "drain.log"
+                self.binary,
+                self.config_path.parent,
+                self.env,
+                self.job_dir,
+                self.logs / "drain.log",
             )
         return {"collector": code, "drain": drain}
 

@@ -48,7 +48,9 @@ class Job:
 
     def run(self, start: float) -> None:
         netns.enter(self.descriptor)  # this thread only: the job's loopback from now on
-        connection = http.client.HTTPConnection("localhost", OTLP_HTTP_PORT, timeout=TIMEOUT_SECONDS)
+        connection = http.client.HTTPConnection(
+            "localhost", OTLP_HTTP_PORT, timeout=TIMEOUT_SECONDS
+        )
         begin = start + random.Random(self.index).random() * TICK_SECONDS
         tick = 0
         try:
@@ -68,7 +70,7 @@ class Job:
             first = self.sent[signal] + 1
             count = min(total - self.sent[signal], BATCH)
             body = numbered_body(signal, self.templates[signal], first, count)
-            accepted, refused, error = export(connection, signal, body, count)
+            accepted, _, error = export(connection, signal, body, count)
             self.sent[signal] += count
             whole = accepted == count  # a request with any item refused counts whole as refused
             if whole:

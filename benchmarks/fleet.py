@@ -441,8 +441,7 @@ def _describe(result: dict[str, Any]) -> list[tuple[str, str]]:
             f"{outage['peak_to_mean_refusals']:.1f} / {half['peak_to_mean_refusals']:.1f}",
         ),
         (
-            "fleet: backend items/s while overloaded (capacity "
-            f"{half['capacity']:,.0f})",
+            f"fleet: backend items/s while overloaded (capacity {half['capacity']:,.0f})",
             f"{half['backend_items_per_s_while_loaded']:,.0f}",
         ),
     ]
@@ -455,10 +454,11 @@ def fleet(quick: bool) -> dict[str, Any]:
         result = run_fleet(JOBS, DURATIONS[quick], Path(root), binary)
     result["load_average"] = {"before": load_before, "after": os.getloadavg()}
     result["quick"] = quick
-    result["rows"] = _describe(result) + [
-        (
-            "fleet: load average (1/5/15 min) before / after",
-            " / ".join(", ".join(f"{v:.2f}" for v in la) for la in result["load_average"].values()),
-        )
+    averages = " / ".join(
+        ", ".join(f"{v:.2f}" for v in values) for values in result["load_average"].values()
+    )
+    result["rows"] = [
+        *_describe(result),
+        ("fleet: load average (1/5/15 min) before / after", averages),
     ]
     return result
