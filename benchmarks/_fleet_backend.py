@@ -77,6 +77,7 @@ class Event:
     signal: str
     status: int
     items: int  # all items of an admitted request (0 when refused)
+    seconds: float = 0.0  # from the whole request read to the answer of an admitted one
 
 
 class FleetBackend:
@@ -124,6 +125,7 @@ class FleetBackend:
         if path not in ROUTES:
             return 404, "text/plain", b"unknown path"
         signal, request_type, response_type = ROUTES[path]
+        arrived = time.monotonic()
         job = self._jobs.get(handler.headers.get("Authorization", ""))
         with self._lock:  # refused before the body is decoded: refusing stays cheap
             refusal = self._refusal(job, signal)
@@ -142,7 +144,8 @@ class FleetBackend:
             if refusal:
                 return refusal
             self._bucket.charge(items)
-            self.events.append(Event(time.monotonic(), job, signal, 200, items))
+            now = time.monotonic()
+            self.events.append(Event(now, job, signal, 200, items, now - arrived))
             if tenant and job is not None:
                 self.twice[self.phase] += self.tally.add(job, signal, numbers)
             else:

@@ -19,6 +19,7 @@ from support.e2e_job import Collector, collector_release, stop_drain
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors.otel import write_collector_config
+from nemo_gym.orchestration.executors.otel._job_dir.collector_log import read_collector_log
 
 from ._fleet_network import FleetNetwork
 
@@ -110,6 +111,13 @@ class FleetJob:
                 self.logs / "drain.log",
             )
         return {"collector": code, "drain": drain}
+
+    def retried_after_timeout(self) -> int:
+        """Requests the collector sent again after the backend did not answer within the
+        attempt's bound, as its log says (``nemo-gym-otel report`` counts the same lines):
+        the backend may hold their items twice."""
+        log = read_collector_log(self.logs / "collector.log")
+        return sum(log.retried.values()) if log else 0
 
     def kill(self) -> None:
         if self.collector is not None:

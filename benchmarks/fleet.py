@@ -64,7 +64,8 @@ LINE = "current"
 OFFERED = sum(LARGE_JOB.values())  # the fleet's items per second: one large job's
 CAPACITY_FACTOR = 3.0
 HALF_FACTOR = 0.5
-BACKEND_PORT = 4318  # in the fleet's own hub namespace, nothing else listens
+BACKEND_PORT = 4318
+BACKEND_TIMEOUT_SECONDS = 10.0  # the rendered backend exporter's bound on one attempt  # in the fleet's own hub namespace, nothing else listens
 DURATIONS = {
     False: {"steady": 60.0, "outage": 600.0, "half": 120.0},
     True: {"steady": 20.0, "outage": 60.0, "half": 40.0},
@@ -237,7 +238,10 @@ class Fleet:
         events = self.backend.events_between(since or phase.start, phase.end)
         counted = statuses(events)
         times = [e.t for e in events]
+        answers = [e.seconds for e in events if e.status == 200]
         return {
+            "slowest_answer_s": max(answers, default=0.0),
+            "answers_over_10s": sum(1 for a in answers if a > BACKEND_TIMEOUT_SECONDS),
             "statuses": {str(k): v for k, v in sorted(counted.items())},
             "refused_429_per_accepted": counted[429] / counted[200] if counted[200] else None,
             "peak_to_mean_requests": peak_to_mean(times, since or phase.start, phase.end),
@@ -382,6 +386,7 @@ def run_fleet(jobs: int, durations: dict[str, float], root: Path, binary: Path) 
             "untenanted_items": backend.untenanted,
             "exactness": exactness,
             "exits": exits,
+            "retried_after_timeout": [job.retried_after_timeout() for job in fleet_jobs],
         }
 
 
@@ -427,7 +432,14 @@ def _describe(result: dict[str, Any]) -> list[tuple[str, str]]:
         ("fleet: 429 vs accepted, steady / half", f"{refused(steady)} / {refused(half)}"),
         (
             "fleet: items twice (goal 0), steady / outage / half",
-            f"{steady['twice']} / {outage['twice']} / {half['twice']}",
+            f"{steady['twice']:,} / {outage['twice']:,} / {half['twice']:,}",
+        ),
+        (
+            "fleet: requests retried after a timeout (collector logs), whole run",
+            f"{sum(result['retried_after_timeout']):,}; backend answers over "
+            f"{BACKEND_TIMEOUT_SECONDS:.0f} s, steady / outage / half: "
+            + " / ".join(f"{r['answers_over_10s']}" for r in (steady, outage, half))
+            + f" (slowest {max(r['slowest_answer_s'] for r in (steady, outage, half)):.1f} s)",
         ),
         (
             "fleet: items lost (goal 0), whole run",
