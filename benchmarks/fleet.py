@@ -240,6 +240,9 @@ class Fleet:
         times = [e.t for e in events]
         answers = [e.seconds for e in events if e.status == 200]
         return {
+            "items_per_accepted_request": (
+                sum(e.items for e in events) / counted[200] if counted[200] else None
+            ),
             "slowest_answer_s": max(answers, default=0.0),
             "answers_over_10s": sum(1 for a in answers if a > BACKEND_TIMEOUT_SECONDS),
             "statuses": {str(k): v for k, v in sorted(counted.items())},
@@ -407,7 +410,9 @@ def _describe(result: dict[str, Any]) -> list[tuple[str, str]]:
         share = r["refused_429_per_accepted"]
         counts = r["statuses"]
         text = f"{counts.get('429', 0):,} 429 / {counts.get('200', 0):,} 200"
-        return text + ("" if share is None else f" = {100 * share:.0f} %")
+        if share is None:
+            return text
+        return f"{text} = {100 * share:.0f} % ({r['items_per_accepted_request']:.0f} items each)"
 
     def usage(r: dict[str, Any]) -> str:
         c, m = r["collector"]["cores"], r["collector"]["peak_rss_mib"]
