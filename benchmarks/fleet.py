@@ -99,12 +99,12 @@ class FleetLoad:
             pass_fds=descriptors,
         )
         self.progress: list[tuple[float, int]] = []
+        self.final: dict[str, Any] | None = None
         self._lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         if not json.loads(self._next(GENERATOR_SECONDS)).get("ready"):
             raise RuntimeError("the fleet's load generator did not start")
         self._send(json.dumps({"rates": rates}))
-        self.final: dict[str, Any] | None = None
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -231,6 +231,7 @@ class Fleet:
             phase.end = time.monotonic()
 
     def backlog(self, t: float) -> int:
+        """Items the collectors had accepted by ``t`` that the backend's last reading lacks."""
         return max(0, accepted_by(self.load.progress, t) - self.delivered[-1][1])
 
     def requests(self, phase: Phase, since: float | None = None) -> dict[str, Any]:
