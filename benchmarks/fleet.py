@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from support import helpers
+from support import helpers, netns
 
 from ._fleet_backend import FleetBackend
 from ._fleet_figures import (
@@ -474,6 +474,10 @@ def _describe(result: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def fleet(quick: bool) -> dict[str, Any]:
+    if not netns.can_isolate():
+        reason = "making network namespaces needs root"
+        _log(f"not measured: {reason}")
+        return {"missing": reason, "rows": [("fleet", f"NOT measured: {reason}")]}
     binary = collector_binary(LINE)
     load_before = os.getloadavg()
     with _sigterm_unwinds(), tempfile.TemporaryDirectory(prefix="nemo-gym-otel-fleet-") as root:
