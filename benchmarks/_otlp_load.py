@@ -194,6 +194,31 @@ def metrics_body(rng: random.Random, service: str) -> bytes:
 BUILDERS = {"traces": spans_body, "logs": logs_body, "metrics": metrics_body}
 
 
+def export(
+    connection: http.client.HTTPConnection, signal: str, body: bytes, items: int
+) -> tuple[int, int, str | None]:
+    """POST one request of ``items`` items: (accepted, refused, the error if any). A failed
+    connection is closed, so the next request reconnects."""
+    try:
+        connection.request(
+            "POST", PATHS[signal], body=body, headers={"Content-Type": "application/x-protobuf"}
+        )
+        response = connection.getresponse()
+        payload = response.read()
+    except (OSError, http.client.HTTPException) as exc:
+        connection.close()
+        return 0, items, f"{type(exc).__name__}: {exc}"
+    if not 200 <= response.status < 300:
+        return 0, items, f"HTTP {response.status}: {payload[:200]!r}"
+    reply = RESPONSES[signal]()
+    reply.ParseFromString(payload)
+    rejected = getattr(reply.partial_success, REJECTED[signal])
+    if rejected:
+        error = f"partial success: {rejected} rejected ({reply.partial_success.error_message})"
+        return items - rejected, rejected, error
+    return items, 0, None
+
+
 class Sender:
     """Sends one signal's scheduled requests and counts what the collector accepted."""
 
@@ -222,30 +247,10 @@ class Sender:
 
     def _post(self, connection: http.client.HTTPConnection, body: bytes) -> tuple[int, int]:
         """(accepted, refused) items of one request."""
-        try:
-            connection.request(
-                "POST",
-                PATHS[self.signal],
-                body=body,
-                headers={"Content-Type": "application/x-protobuf"},
-            )
-            response = connection.getresponse()
-            payload = response.read()
-        except (OSError, http.client.HTTPException) as exc:
-            connection.close()  # reconnects on the next request
-            self._error(f"{type(exc).__name__}: {exc}")
-            return 0, BATCH
-        if not 200 <= response.status < 300:
-            self._error(f"HTTP {response.status}: {payload[:200]!r}")
-            return 0, BATCH
-        reply = RESPONSES[self.signal]()
-        reply.ParseFromString(payload)
-        rejected = getattr(reply.partial_success, REJECTED[self.signal])
-        if rejected:
-            self._error(
-                f"partial success: {rejected} rejected ({reply.partial_success.error_message})"
-            )
-        return BATCH - rejected, rejected
+        accepted, refused, error = export(connection, self.signal, body, BATCH)
+        if error:
+            self._error(error)
+        return accepted, refused
 
     def _error(self, text: str) -> None:
         with self._lock:

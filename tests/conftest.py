@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from support import helpers, worker_network
+from support import helpers, netns, worker_network
 
 # Parallel workers for `-n auto` (the README's command, through addopts): the suite mostly waits
 # on collectors, so more workers than the machine's 2 cores keep both busy. Two of them run the
@@ -42,7 +42,7 @@ def example_mapping() -> dict:
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """Parallel only where each worker can have a network namespace of its own (root): the
     collector's fixed ports would collide otherwise; 0 runs the suite in this process."""
-    return AUTO_WORKERS if worker_network.can_isolate() else 0
+    return AUTO_WORKERS if netns.can_isolate() else 0
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -85,7 +85,8 @@ def encode_response(content_type: str, message: Any) -> bytes:
     return message.SerializeToString()
 
 
-Reply = tuple[int, str, bytes]
+# (status, content type, body), optionally followed by extra response headers (Retry-After).
+Reply = tuple[int, str, bytes] | tuple[int, str, bytes, dict[str, str]]
 
 
 def otlp_handler(
@@ -103,9 +104,11 @@ def otlp_handler(
             if reply is None:
                 self.close_connection = True
                 return
-            status, content_type, payload = reply
+            status, content_type, payload, *extra = reply
             self.send_response(status)
             self.send_header("Content-Type", content_type)
+            for name, value in (extra[0] if extra else {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Length", str(len(payload)))
             try:
                 self.end_headers()

@@ -23,41 +23,23 @@ Entering a namespace needs root (CAP_SYS_ADMIN); without it the suite runs on on
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import os
-import subprocess
 from collections.abc import Iterator
 
-_CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def can_isolate() -> bool:
-    """Whether this process may make network namespaces (root, and the calls exist)."""
-    return os.geteuid() == 0 and hasattr(_libc, "unshare") and hasattr(_libc, "setns")
+from . import netns
 
 
 class WorkerNetwork:
     """The machine's network namespace and the worker's own, both held open by descriptor."""
 
     def __init__(self) -> None:
-        self._host = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
-        _check(_libc.unshare(_CLONE_NEWNET), "unshare(CLONE_NEWNET)")
-        self._own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
-        # A new namespace's loopback is down: nothing could listen on 127.0.0.1.
-        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        self._host = netns.current()
+        self._own = netns.create()
 
     @contextlib.contextmanager
     def host(self) -> Iterator[None]:
         """Run the body in the machine's namespace, then come back to the worker's own."""
-        _check(_libc.setns(self._host, _CLONE_NEWNET), "setns(host)")
+        netns.enter(self._host)
         try:
             yield
         finally:
-            _check(_libc.setns(self._own, _CLONE_NEWNET), "setns(worker)")
-
-
-def _check(result: int, call: str) -> None:
-    if result != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"{call}: {os.strerror(errno)}")
+            netns.enter(self._own)
