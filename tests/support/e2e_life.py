@@ -231,8 +231,7 @@ class Life:
         outside.mkdir()
         env = self.collector_env(outside)
         log_path = outside / "collector.log"
-        self.prepare_files()
-        collector = Collector(self.binary, self.config_path, env, self.job_dir, log_path, self.host)
+        collector = self.collector(env, log_path)
         with running(collector):
             collector.wait_healthy()
             driver = Producers(GYM_JOB_ID, outside, PRODUCERS, ROUNDS, self.host)
@@ -273,17 +272,25 @@ class Life:
         run.files = {s: self.file_items(s) for s in SIGNALS}
         return run
 
-    def step_call(self, function: str) -> None:
-        """Run one function of this job's step fragment (``collector_step_script``), as the
-        job step runs it."""
-        fragment = collector_step_script(self._config(), BENCHMARK, self.job_dir)
-        subprocess.run(["bash", "-c", f"{fragment}\n{function}"], check=True, timeout=60)
+    def step_script(self) -> str:
+        """This job's step fragment (``collector_step_script``)."""
+        return collector_step_script(self._config(), BENCHMARK, self.job_dir)
 
-    def prepare_files(self) -> None:
-        """What the job step's start does to the job's files before it starts the collector: a
-        requeue's earlier zstd files renamed (``_step/fresh_files.py``), the live files a
-        rotating exporter opens late created (``_step/finished_files.py``)."""
-        self.step_call("_otel_collector_set_aside && _otel_collector_live_files")
+    def step_call(self, function: str) -> None:
+        """Run one function of this job's step fragment, as the job step runs it."""
+        subprocess.run(["bash", "-c", f"{self.step_script()}\n{function}"], check=True, timeout=60)
+
+    def collector(self, env: dict[str, str], log_path: Path) -> Collector:
+        """The collector started as the job step's start starts it (``e2e_job.start_step``)."""
+        return Collector(
+            self.binary,
+            self.config_path,
+            env,
+            self.job_dir,
+            log_path,
+            self.host,
+            step=self.step_script(),
+        )
 
     def stop_drain(self, env: dict[str, str], log_path: Path) -> int | None:
         """The job step's stop's drain in this job directory (see ``e2e_job.stop_drain``)."""
