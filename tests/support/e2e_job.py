@@ -340,7 +340,8 @@ class Collector:
         self._step = step
         self._env = env
         extra = start_step(step, env) if step else []
-        self._log = log_path.open("wb")
+        # Appended to: the step's start may have written its own lines there (see start_step).
+        self._log = log_path.open("ab")
         self.process = subprocess.Popen(
             [*command_prefix, *collector_command(binary, config_path), *extra],
             cwd=cwd,
@@ -349,6 +350,10 @@ class Collector:
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
+
+    def healthy(self) -> bool:
+        """Running, and its health check answers 200."""
+        return self.process.poll() is None and _health_ok(self.host)
 
     def wait_healthy(self) -> None:
         def healthy() -> bool:

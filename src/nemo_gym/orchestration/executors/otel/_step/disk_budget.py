@@ -68,6 +68,9 @@ MIN_FILE_BYTES = 1024 * 1024
 # The most of each queue database's share allocated ahead: what a queue holds while the backend
 # takes what comes is seconds of data, far below it; 3 of them per job on a shared quota.
 RESERVE_BYTES = 32 * 1024 * 1024
+# The most of collector.log's share allocated ahead: thousands of lines, enough to tell why the
+# files lost what they did on a full disk.
+LOG_RESERVE_BYTES = 4 * 1024 * 1024
 _FILES = len(SIGNALS) + 1  # the signal files and collector.log
 _LINE_LIMIT = 4096
 _FIELD = re.compile(r"([a-z_]+)=([0-9]+)")
@@ -95,6 +98,7 @@ def disk_budget_context(
             "percent": BUDGET_PERCENT,
             "files": _FILES + (len(SIGNALS) if queue else 0),
             "min_file_bytes": MIN_FILE_BYTES,
+            "log_reserve_bytes": LOG_RESERVE_BYTES,
             "state": otel_dir / DISK_BUDGET_NAME,
             "queue": queue,
         }
