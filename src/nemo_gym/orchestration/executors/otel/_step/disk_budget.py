@@ -16,34 +16,35 @@ only ``${...}`` are the job id and the token). So the step's start
 - **Per file**: the budget is shared equally by the files the collector writes: its three signal
   files, its three queue databases (with the disk queue) and ``collector.log``. Each collector
   file is bounded there by the collector process's file-size limit (``RLIMIT_FSIZE``, set with
-  ``prlimit`` on the collector's processes once it is healthy: on the step's processes that
-  ``scontrol listpids`` names, so ``srun``, which writes ``collector.log``, keeps no limit: a
-  write ``srun`` could not make might stall the collector's own log). A write past it fails with
-  ``file too large`` (Go ignores ``SIGXFSZ``): the newest items are refused, the collector logs
-  each refusal, and ``nemo-gym-otel report`` names the budget.
+  ``prlimit`` once it is healthy, on the processes ``scontrol listpids`` names for its step on
+  this node). A write past it fails with ``file too large`` (Go ignores ``SIGXFSZ``): the newest
+  items are refused, the collector logs each refusal with its count, and ``nemo-gym-otel
+  report`` names the budget. Below ``MIN_FILE_BYTES`` a share the start fails in one line.
 - **The queue** (with the disk queue) holds at most ``queue_bytes`` of OTLP protobuf per signal:
   the smaller of ``otel.backend_queue_megabytes`` and what its database file takes within its
   share (bbolt grows a file of up to 16 MiB to the next power of two, beyond that by 16 MiB: half
   the share up to 64 MiB, the share less 32 MiB above). The start passes it to the collector as
   a second config, ``otel/queue-budget.yaml``, merged over ``collector.yaml``. A full queue
   refuses the newest data, counted as before.
-- **The reservation**: each queue database's share, at most ``RESERVE_BYTES``, is allocated
-  before the collector starts (util-linux ``fallocate --keep-size``): bbolt extends its file only
-  past the file's size and never looks at the blocks beyond it, so it grows into space that was
-  taken for it (a database of up to half the reservation fits). A job that fills its file system
-  afterwards then costs the backend nothing while the backend takes what comes: the queue,
-  which holds seconds of data then, still has room,
-  while the files lose what does not fit (counted: their writes fail with ``no space left on
-  device``, which the collector logs and ``report`` names). Where the file system does not
-  allocate ahead (some FUSE or NFS mounts), the collector's log says so and the queue grows as
-  before. A compaction (on rebound, only after a queue file passed 100 MiB) replaces the file,
-  and the reservation with it, until the next start.
+- **Space taken ahead**: the first bytes of each queue database (its share, at most
+  ``RESERVE_BYTES``) and of ``collector.log`` (at most ``LOG_RESERVE_BYTES``) are allocated before
+  the collector starts (util-linux ``fallocate --keep-size``: the files stay empty). bbolt extends
+  its file only past the file's size and never looks at the blocks beyond it, so it grows into
+  space that is the job's already (a database of up to half of it fits). A job that fills its
+  file system afterwards then costs the backend nothing while the backend takes what comes (the
+  queue holds seconds of data then), and the log still records why the files lost what they did
+  (their writes fail with ``no space left on device``, logged with the count; ``report`` names
+  it). Where the file system allocates nothing ahead (some FUSE or NFS mounts), the log says so
+  and the queue grows as before.
 
-What stays outside the budget: ``collector.log`` is written by ``srun`` and kept in bounds only by
-the collector's pace of logging (one line per refused batch at most); the files the rotation
-finished (``otel.file_rotation``: each at most ``max_megabytes``, ``max_backups`` of them) and
-their ``.zst`` copies; the stop's drain. The figures are written to ``otel/disk-budget`` (one
-``key=value`` line) and as one line to the collector's log; ``report`` reads the file.
+Outside the budget's bounds: ``collector.log`` past its first bytes (``srun`` writes it and keeps
+no file size limit: a write it could not make might stall the collector's own logging; it grows
+with the collector's pace of logging, one line per refused batch at most); the files the
+rotation finished (``otel.file_rotation``: each at most ``max_megabytes``, ``max_backups`` of
+them) and their ``.zst`` copies; the stop's drain; a queue database that a compaction replaced
+(on rebound, only after it passed 100 MiB), until the next start. The figures are written to
+``otel/disk-budget`` (one ``key=value`` line) and as one line to the collector's log; ``report``
+reads the file. Executors that build their own script from ``CollectorStep`` get no budget.
 """
 
 from __future__ import annotations
