@@ -138,14 +138,18 @@ def test_a_full_disk_costs_the_backend_nothing(line: str, tmp_path: Path) -> Non
             backend = held(at_backend(life))
         finally:
             life.close()
-    assert free_while_full == 0, free_while_full
     while_full = {
         s: sum(1 for (sig, _), t in end.accepted_at.items() if sig == s and t > 0) for s in SIGNALS
     }
+    short = {s: sum((end.accepted[s] - files[s]).values()) for s in SIGNALS}
+    # The figures, for the docs' "Measured" (shown with pytest -s).
+    print(
+        f"{line}: accepted while full {while_full}; files short {short}; report: {_reasons(document)}"
+    )
+    assert free_while_full == 0, free_while_full
     assert while_full["traces"] > 100 and while_full["logs"] > 50, while_full
     missing = {s: end.accepted[s] - backend[s] for s in SIGNALS}
     assert not any(missing.values()), count_differences("backend", backend, end.accepted)
-    short = {s: sum((end.accepted[s] - files[s]).values()) for s in SIGNALS}
     assert short["traces"] > 0, short  # the files lost what did not fit
     reasons = _reasons(document)
     assert code == 1, document
@@ -211,6 +215,9 @@ def test_an_outage_leaves_the_job_its_room(line: str, tmp_path: Path) -> None:
             code, document = _report(life)
         finally:
             life.close()
+    print(
+        f"{line}: {lowest / MIB:.1f} MiB free at the lowest; report (exit {code}): {_reasons(document)}"
+    )
     assert lowest >= 8 * MIB, f"{lowest / MIB:.1f} MiB free at the lowest"
     assert not unhealthy, f"the collector was not healthy at second(s) {unhealthy}"
     reasons = _reasons(document)
