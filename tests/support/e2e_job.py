@@ -287,7 +287,7 @@ def _queues_empty(url: str, exporters: set[str]) -> bool:
     return read_state(text, exporters, set()).empty
 
 
-def _step_call(fragment: str, env: dict[str, str], functions: str) -> str:
+def step_call(fragment: str, env: dict[str, str], functions: str) -> str:
     """Run ``functions`` of a job step's fragment (``collector_step_script``) as the batch
     script does; their output."""
     return subprocess.run(
@@ -304,7 +304,7 @@ def start_step(fragment: str, env: dict[str, str]) -> list[str]:
     """What the job step's start (``otel_collector_start``) does before it starts the
     collector: a requeue's zstd files set aside, the live files created, the queue placed, the
     disk budget set (``_step/disk_budget.py``); the arguments it adds to the collector's."""
-    said = _step_call(
+    said = step_call(
         fragment,
         env,
         "_otel_collector_set_aside && _otel_collector_live_files && _otel_collector_place_queue"
@@ -369,7 +369,7 @@ class Collector:
             f"the collector's health check on {self.host}:{COLLECTOR_HEALTH_PORT}",
         )
         if self._step:
-            _step_call(self._step, self._env, f"_otel_collector_limit_files {self.process.pid}")
+            step_call(self._step, self._env, f"_otel_collector_limit_files {self.process.pid}")
 
     def stop(self) -> int:
         """TERM, then up to SHUTDOWN_WAIT_SECONDS for the collector to flush and exit."""

@@ -20,7 +20,6 @@ import contextlib
 import errno
 import os
 import socket
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -48,6 +47,7 @@ from .e2e_job import (
     Producers,
     collector_release,
     running,
+    step_call,
     stop_drain,
     wait_for,
 )
@@ -278,7 +278,7 @@ class Life:
 
     def step_call(self, function: str) -> None:
         """Run one function of this job's step fragment, as the job step runs it."""
-        subprocess.run(["bash", "-c", f"{self.step_script()}\n{function}"], check=True, timeout=60)
+        step_call(self.step_script(), dict(os.environ), function)
 
     def collector(self, env: dict[str, str], log_path: Path) -> Collector:
         """The collector started as the job step's start starts it (``e2e_job.start_step``)."""
