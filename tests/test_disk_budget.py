@@ -104,7 +104,10 @@ def test_where_nothing_can_be_allocated_ahead_the_log_says_so() -> None:
     assert (started.returncode, started.stderr) == (0, "")
     said = [line for line in _log(job_dir) if "no space taken ahead" in line]
     # The first queue database, then the log: each says so once.
-    assert [line.split()[6] for line in said] == ["exporter_otlp_http_queue_traces", "collector.log"]
+    assert [line.split()[6] for line in said] == [
+        "exporter_otlp_http_queue_traces",
+        "collector.log",
+    ]
     assert all("(keep size mode is unsupported)" in line for line in said), said
     assert read_disk_budget(job_dir) is not None  # the budget holds all the same
 
