@@ -434,3 +434,57 @@ def test_lines_are_read_in_chunks_and_long_ones_skipped(
     path.write_bytes(b"ab\ncdefghij\nk\n\nabcde\nabcd\nlmn")
     lines = list(signal_file.SignalFile(path).lines())
     assert lines == [b"ab\n", None, b"k\n", b"\n", None, b"abcd\n", b"lmn"]
+
+
+def _refused_by_file(time_ns: int, error: str, items: int) -> str:
+    """The file exporter's line for a write that failed (read from both lines' binaries)."""
+    return _log_line(
+        time_ns,
+        "Exporting failed. Rejecting data.",
+        **{
+            "otelcol.component.id": "file/traces",
+            "otelcol.signal": "traces",
+            "error": f"write /job/otel/traces.jsonl: {error}",
+            "rejected_items": items,
+        },
+    )
+
+
+def test_a_full_disk_is_named_not_a_kill(tmp_path: Path) -> None:
+    half = json.dumps(_traces(4))[:40]  # what fit of the batch
+    job = _job(tmp_path, [json.dumps(_traces(3)) + "\n", half], [_reading("a", NOW, _counters(3))])
+    log = _refused_by_file(NOW + 1, "no space left on device", 4)
+    (job / "otel" / "collector.log").write_text(log, encoding="utf-8")
+    result = helpers.run_cli("report", job, "--format", "json", cwd=tmp_path)
+    reasons = _signals(result.stdout)["traces"]["files"]["reasons"]
+    assert result.returncode == 1
+    assert reasons[:2] == [
+        "the last line of traces.jsonl is truncated (a write that did not fit: no space left on device)",
+        "4 not written to the files: no space left on device (the job directory's file system was "
+        "full; collector.log)",
+    ]
+
+
+def test_the_disk_budget_is_named_where_it_refused(tmp_path: Path) -> None:
+    job = _job(tmp_path, [json.dumps(_traces(3)) + "\n"], [_reading("a", NOW, _counters(3))])
+    mib = 1024 * 1024
+    budget = f"free={32 * mib} budget={16 * mib} file={2 * mib} queue={mib}\n"
+    (job / "otel" / "disk-budget").write_text(budget, encoding="utf-8")
+    log = _refused_by_file(NOW + 1, "file too large", 7) + _refused_by_file(
+        NOW + 2, "file too large", 5
+    )
+    (job / "otel" / "collector.log").write_text(log, encoding="utf-8")
+    result = helpers.run_cli("report", job, "--format", "json", cwd=tmp_path)
+    document = json.loads(result.stdout)
+    reasons = _signals(result.stdout)["traces"]["files"]["reasons"]
+    assert result.returncode == 1
+    assert reasons == [
+        "12 refused by the files, the newest, at the disk budget (16.0 MiB, 50% of the 32.0 MiB "
+        "free at the start: 2.0 MiB per file, the backend queue 1.0 MiB per signal) (collector.log)"
+    ]
+    assert document["disk_budget"] == {
+        "free_bytes": 32 * mib,
+        "budget_bytes": 16 * mib,
+        "file_bytes": 2 * mib,
+        "queue_bytes": mib,
+    }

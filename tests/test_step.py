@@ -162,11 +162,13 @@ def test_fragment_passes_hostile_paths_as_single_words(
         f"{job_dir}/otel/collector.log: Error: invalid configuration: no_such_section"
     ), result.stderr
     args = (tmp_path / "srun-args").read_text(encoding="utf-8").splitlines()
-    assert args[-2:] == [
+    # The disk budget's queue size (see _step/disk_budget.py) is a second config, merged last.
+    assert args[-3:] == [
         f"--config=file:{job_dir}/otel/collector.yaml",
         "--feature-gates=exporter.file.nativeCompression",
+        f"--config=file:{job_dir}/otel/queue-budget.yaml",
     ]
-    assert args[:-3] == [*collector_step(config, "aime25", job_dir).srun_options]
+    assert args[:-4] == [*collector_step(config, "aime25", job_dir).srun_options]
     assert not list(tmp_path.rglob("PWNED*"))
     assert (job_dir / "otel" / "collector.log").exists()
     # Set aside before srun ran, under the hostile path too (see _step/fresh_files.py).

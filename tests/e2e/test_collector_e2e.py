@@ -75,11 +75,14 @@ def test_hostile_names_arrive_as_written(tmp_path: Path, line: str) -> None:
     assert result.job_dir == tmp_path / "runs" / HOSTILE_JOB_ID / HOSTILE_BENCHMARK
     files = helpers.FILE_SUFFIXES[line]
     assert sorted(p.name for p in result.otel_dir.iterdir()) == [
+        "collector.log",  # the step's start's own lines (the collector's output is elsewhere here)
         "collector.yaml",
+        "disk-budget",  # the start's disk budget, and the queue's size within it
         "drain.yaml",
         f"logs{files}",
         f"metrics{files}",
         "queue",  # the backend's disk queue, under a hostile job directory too
+        "queue-budget.yaml",
         "targets",
         f"traces{files}",
     ]

@@ -42,6 +42,7 @@ from nemo_gym.orchestration.executors.otel import (
     OTLP_HTTP_PORT,
     SHUTDOWN_WAIT_SECONDS,
     SubmitConfig,
+    collector_step_script,
     driver_telemetry_env,
     write_collector_config,
 )
@@ -286,10 +287,38 @@ def _queues_empty(url: str, exporters: set[str]) -> bool:
     return read_state(text, exporters, set()).empty
 
 
+def step_call(fragment: str, env: dict[str, str], functions: str) -> str:
+    """Run ``functions`` of a job step's fragment (``collector_step_script``) as the batch
+    script does; their output."""
+    return subprocess.run(
+        ["bash", "-c", f"{fragment}\n{functions}"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+
+
+def start_step(fragment: str, env: dict[str, str]) -> list[str]:
+    """What the job step's start (``otel_collector_start``) does before it starts the
+    collector: a requeue's zstd files set aside, the live files created, the queue placed, the
+    disk budget set (``_step/disk_budget.py``); the arguments it adds to the collector's."""
+    said = step_call(
+        fragment,
+        env,
+        "_otel_collector_set_aside && _otel_collector_live_files && _otel_collector_place_queue"
+        ' && _otel_collector_set_budget && printf "%s\\n" "${_otel_collector_budget_args[@]}"',
+    )
+    return [line for line in said.splitlines() if line]
+
+
 class Collector:
     """The real collector process, started and stopped like the executor does it.
 
-    ``host`` is the config's ``otel.listen_host``, where the health check answers.
+    ``host`` is the config's ``otel.listen_host``, where the health check answers. With
+    ``step`` (the job's step fragment), the start is the step's: its preparation
+    (:func:`start_step`) first, and once healthy the budget's bound on the collector's files.
     """
 
     def __init__(
@@ -301,21 +330,30 @@ class Collector:
         log_path: Path,
         host: str = "localhost",
         command_prefix: tuple[str, ...] = (),
+        step: str | None = None,
     ) -> None:
         """``command_prefix``: a command that runs first and execs the collector's (the
         benchmarks' memory cgroup), so the process keeps its pid."""
         self.log_path = log_path
         self.host = host
         self.exit_seconds: float | None = None  # from TERM to exit, once stopped
-        self._log = log_path.open("wb")
+        self._step = step
+        self._env = env
+        extra = start_step(step, env) if step else []
+        # Appended to: the step's start may have written its own lines there (see start_step).
+        self._log = log_path.open("ab")
         self.process = subprocess.Popen(
-            [*command_prefix, *collector_command(binary, config_path)],
+            [*command_prefix, *collector_command(binary, config_path), *extra],
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
+
+    def healthy(self) -> bool:
+        """Running, and its health check answers 200."""
+        return self.process.poll() is None and _health_ok(self.host)
 
     def wait_healthy(self) -> None:
         def healthy() -> bool:
@@ -330,6 +368,8 @@ class Collector:
             HEALTH_TIMEOUT_SECONDS,
             f"the collector's health check on {self.host}:{COLLECTOR_HEALTH_PORT}",
         )
+        if self._step:
+            step_call(self._step, self._env, f"_otel_collector_limit_files {self.process.pid}")
 
     def stop(self) -> int:
         """TERM, then up to SHUTDOWN_WAIT_SECONDS for the collector to flush and exit."""
@@ -521,7 +561,8 @@ def run_job(
         )
         if proxy and during_outage:
             proxy.start_outage()
-        collector = Collector(binary, config_path, env, job_dir, result.collector_log)
+        step = collector_step_script(config, job.benchmark, job_dir)
+        collector = Collector(binary, config_path, env, job_dir, result.collector_log, step=step)
         with running(collector):
             collector.wait_healthy()
             model.serve(requests=40, prompt_tokens=12_000, running=3)

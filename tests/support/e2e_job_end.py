@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .e2e_job import Collector, _producer_env, running, wait_for
+from .e2e_job import _producer_env, running, wait_for
 from .e2e_life import GYM_JOB_ID, Life
 from .e2e_otlp import SIGNALS, frozen
 
@@ -173,8 +173,7 @@ def push_through_the_stop(life: Life) -> JobEnd:
     outside.mkdir()
     env = life.collector_env(outside)
     log_path = outside / "collector.log"
-    life.prepare_files()
-    collector = Collector(life.binary, life.config_path, env, life.job_dir, log_path, life.host)
+    collector = life.collector(env, log_path)
     pushers: Pushers | None = None
     with running(collector):
         collector.wait_healthy()

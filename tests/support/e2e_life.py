@@ -21,7 +21,6 @@ import errno
 import os
 import shutil
 import socket
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -36,7 +35,6 @@ from nemo_gym.orchestration.executors.otel import (
     collector_step_script,
     write_collector_config,
 )
-from nemo_gym.orchestration.executors.otel._common.constants import COLLECTOR_LOG_NAME
 from nemo_gym.orchestration.executors.otel._step.queue_place import queue_places
 
 from .e2e_backend import OtlpBackend, RoutingProxy
@@ -51,6 +49,7 @@ from .e2e_job import (
     Producers,
     collector_release,
     running,
+    step_call,
     stop_drain,
     wait_for,
 )
@@ -245,8 +244,7 @@ class Life:
         outside.mkdir()
         env = self.collector_env(outside)
         log_path = outside / "collector.log"
-        self.prepare_files()
-        collector = Collector(self.binary, self.config_path, env, self.job_dir, log_path, self.host)
+        collector = self.collector(env, log_path)
         with running(collector):
             collector.wait_healthy()
             driver = Producers(GYM_JOB_ID, outside, PRODUCERS, ROUNDS, self.host)
@@ -287,29 +285,25 @@ class Life:
         run.files = {s: self.file_items(s) for s in SIGNALS}
         return run
 
-    def step_call(self, function: str) -> None:
-        """Run one function of this job's step fragment (``collector_step_script``), as the
-        job step runs it, with the job's ``SLURM_JOB_ID``."""
-        fragment = collector_step_script(self._config(), BENCHMARK, self.job_dir)
-        env = {**os.environ, "SLURM_JOB_ID": SLURM_JOB_ID}
-        subprocess.run(["bash", "-c", f"{fragment}\n{function}"], check=True, timeout=60, env=env)
+    def step_script(self) -> str:
+        """This job's step fragment (``collector_step_script``)."""
+        return collector_step_script(self._config(), BENCHMARK, self.job_dir)
 
-    def prepare_files(self) -> None:
-        """What the job step's start does to the job's files before it starts the collector: a
-        requeue's earlier zstd files renamed (``_step/fresh_files.py``), the live files a
-        rotating exporter opens late created (``_step/finished_files.py``), the backend's disk
-        queue placed (``_step/queue_place.py``: a node-local folder where the job directory's
-        file system does not lock). The placing probes locks on ``otel/collector.log``, which
-        the collector writes here only in a job step (these scenarios keep its log outside the
-        job directory): an empty one the probe made goes again, so that ``report`` finds no
-        log, as before."""
-        log = self.otel_dir / COLLECTOR_LOG_NAME
-        existed = log.exists()
-        self.step_call(
-            "_otel_collector_set_aside && _otel_collector_live_files && _otel_collector_place_queue"
+    def step_call(self, function: str) -> None:
+        """Run one function of this job's step fragment, as the job step runs it."""
+        step_call(self.step_script(), {**os.environ, "SLURM_JOB_ID": SLURM_JOB_ID}, function)
+
+    def collector(self, env: dict[str, str], log_path: Path) -> Collector:
+        """The collector started as the job step's start starts it (``e2e_job.start_step``)."""
+        return Collector(
+            self.binary,
+            self.config_path,
+            env,
+            self.job_dir,
+            log_path,
+            self.host,
+            step=self.step_script(),
         )
-        if not existed and log.exists() and log.stat().st_size == 0:
-            log.unlink()
 
     def node_local_queues(self) -> list[Path]:
         """The node-local folders the placing put the job's queue in (``queue_places``)."""

@@ -1,5 +1,6 @@
 """Job directories on the file systems of ``.ci/job-fs-up``: sshfs over loopback (a network file
-system) and a FUSE file system whose flock fails with ENOSYS (a Lustre client without flock).
+system), a FUSE file system whose flock fails with ENOSYS (a Lustre client without flock), and
+size-limited ones (tmpfs, a quota that fills) that one test at a time holds whole.
 
 ``.ci/job-fs-up`` writes ``<name> <mount point>`` lines into its state file; this module is the
 tests' only reader of it. A test that needs a mount that is not up skips, and fails under
@@ -8,14 +9,20 @@ tests' only reader of it. A test that needs a mount that is not up skips, and fa
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from support import helpers
 
 MOUNTS_FILE = Path("/run/nemo-gym-otel-job-fs/mounts")
-FILE_SYSTEMS = ("sshfs", "noflock")
+SMALL = ("small0", "small1", "small2", "small3")
+SMALL_BYTES = 64 * 1024 * 1024
+FILE_SYSTEMS = ("sshfs", "noflock", *SMALL)
 
 
 def mounted() -> dict[str, Path]:
@@ -45,3 +52,37 @@ def fresh_folder(name: str) -> Path:
 def file_system_of(path: Path) -> str | None:
     """The name of the test file system ``path`` is on, or None (another one)."""
     return next((name for name, mount in mounted().items() if path.is_relative_to(mount)), None)
+
+
+@contextlib.contextmanager
+def small_file_system() -> Iterator[Path]:
+    """A size-limited file system (``SMALL_BYTES``) to this test alone for the block: the first
+    one whose lock (beside the mounts file) is free, emptied before and after, since its free
+    space is what the test measures."""
+    found = mounted()
+    names = [name for name in SMALL if name in found]
+    if not names:
+        helpers.unavailable(
+            "no size-limited file system for job directories; run .ci/job-fs-up as root"
+        )
+    for name in names:
+        with (MOUNTS_FILE.parent / f"{name}.lock").open("a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            _empty(found[name])
+            try:
+                yield found[name]
+            finally:
+                _empty(found[name])
+            return
+    helpers.unavailable(f"every size-limited file system ({', '.join(names)}) is in use")
+
+
+def _empty(mount: Path) -> None:
+    for entry in mount.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()

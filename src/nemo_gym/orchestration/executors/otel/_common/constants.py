@@ -38,6 +38,10 @@ QUEUE_DIR_NAME = "queue"
 # the queue in a node-local folder (otel/queue then links there): one "<node> <folder>" line per
 # place an attempt of the job used (see _step/queue_place.py).
 QUEUE_PLACES_NAME = "queue-node-local"
+# The step's start writes both (see _step/disk_budget.py): the budget's figures, and the queue's
+# size within it as a config merged over collector.yaml.
+DISK_BUDGET_NAME = "disk-budget"
+QUEUE_BUDGET_CONFIG_NAME = "queue-budget.yaml"
 GYM_TELEMETRY_EXTRA = "telemetry"
 FINAL_SCRAPE_GRACE_SECONDS = 20
 SHUTDOWN_WAIT_SECONDS = 30

@@ -19,11 +19,16 @@ and an override of their ``telemetry`` block must too. Read from both lines' bin
 An exporter whose queue is on disk logs the same "Dropping data." for a request its stop
 interrupted (``interrupted due to shutdown``), but the queue keeps that request on disk for the
 next start or a drain: for those exporters such a line is no loss.
+
+Each line's error names the cause: a file exporter's write that did not fit ends in ``no space
+left on device`` (the file system is full) or ``file too large`` (past the disk budget's bound on
+each file, see ``_step/disk_budget.py``); the queue's refusal says ``sending queue is full``. Read
+from both lines' binaries on a full tmpfs: "Rejecting data." with ``rejected_items``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +39,9 @@ from .json_values import json_object, parsed, whole_number
 from .signal_file import LINE_LIMIT_BYTES, open_job_file
 
 CLEAN_STOP = "\tShutdown complete."
+NO_SPACE = "no space left on device"  # ENOSPC, in Go's words
+OVER_BUDGET = "file too large"  # EFBIG: the collector's file size limit, the disk budget's
+QUEUE_FULL = "sending queue is full"
 _AT_SHUTDOWN = "interrupted due to shutdown"
 _GAVE_UP = {
     "Exporting failed. Dropping data.": "dropped_items",
@@ -51,6 +59,7 @@ class Loss:
     items: int
     instance: str  # the collector process's service.instance.id, when the line names it
     at_shutdown: bool = False  # the stop interrupted the request (a disk queue keeps it)
+    error: str = ""
 
 
 @dataclass
@@ -86,6 +95,15 @@ class CollectorLog:
             and not (loss.at_shutdown and loss.exporter in kept)
         )
 
+    def lost_to(self, signal: str, exporters: Callable[[str], bool], cause: str) -> int:
+        """Items of ``signal`` the exporters ``exporters`` accepts gave up on with ``cause``
+        in their error (one of ``NO_SPACE``, ``OVER_BUDGET``, ``QUEUE_FULL``)."""
+        return sum(
+            loss.items
+            for loss in self.losses
+            if loss.signal == signal and exporters(loss.exporter) and cause in loss.error
+        )
+
 
 def _time(stamp: str) -> int | None:
     try:
@@ -117,6 +135,7 @@ def _loss(line: str) -> Loss | None:
         items,
         str(instance),
         str(fields.get("error", "")).startswith(_AT_SHUTDOWN),
+        str(fields.get("error", "")),
     )
 
 

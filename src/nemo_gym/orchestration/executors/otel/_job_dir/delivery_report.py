@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from .._common.constants import DELIVERY_REPORT_MARKER, SIGNALS, ZSTD_SUFFIX
+from .._step.disk_budget import DiskBudget
 from .._templating.file_compression import (
     finished_file_glob,
     rotated_file_glob,
     signal_file_name,
 )
-from .collector_log import CollectorLog
+from .collector_log import NO_SPACE, OVER_BUDGET, QUEUE_FULL, CollectorLog
 from .disk_queue import DiskQueue
 from .json_values import (
     attributes,
@@ -58,6 +59,10 @@ _UNITS = {"traces": "spans", "metrics": "metric_points", "logs": "log_records"}
 _POINT_KINDS = ("gauge", "sum", "histogram", "exponentialHistogram", "summary")
 _FILE_EXPORTER_PREFIX = "file/"
 CANNOT_TELL = "cannot be told"  # the prefix of every reason that judges nothing
+
+
+def _is_file_exporter(exporter: str) -> bool:
+    return exporter.startswith(_FILE_EXPORTER_PREFIX)
 
 
 _SHOWN = 5  # lines named in a reason; the others are counted
@@ -315,11 +320,12 @@ def _scan_line(
                 health.observe(group.resource, group.ups)
 
 
-def _file_reasons(name: str, scan: FileScan) -> list[str]:
+def _file_reasons(name: str, scan: FileScan, cut_by: str) -> list[str]:
+    """``cut_by``: what cuts a last line short, when the log tells (else a kill)."""
     if scan.missing:
         return [f"{name} is missing"]
     reasons = [
-        f"the last line of {file} is truncated (the collector was killed)"
+        f"the last line of {file} is truncated ({cut_by or 'the collector was killed'})"
         for file in scan.truncated
     ]
     reasons += [
@@ -401,10 +407,13 @@ def signal_report(
     readings: dict[str, Reading],
     log: CollectorLog | None = None,
     queue: DiskQueue | None = None,
+    budget: DiskBudget | None = None,
 ) -> SignalReport:
     """The counters of every collector process of the job against the items of one file; what
     reached the files after the last reading is judged by the collector's ``log`` or, with the
-    backend's ``queue`` on disk, by what the stop's drain or ``nemo-gym-otel drain`` left."""
+    backend's ``queue`` on disk, by what the stop's drain or ``nemo-gym-otel drain`` left. The
+    log also tells what the files and the queue refused for want of space: a full file system,
+    or the start's disk ``budget`` (named with its figures)."""
     unit = _UNITS[signal]
     lives = readings.values()
     hops = queue.exporters if queue else frozenset()
@@ -451,8 +460,31 @@ def signal_report(
         written += scan.report_points - sum(reading.points for reading in lives)
     after = max(written - files_sent, 0)
 
+    no_space, over_budget = (
+        (
+            log.lost_to(signal, _is_file_exporter, NO_SPACE),
+            log.lost_to(signal, _is_file_exporter, OVER_BUDGET),
+        )
+        if log
+        else (0, 0)
+    )
+    cut_by = ""
+    if over_budget and budget:
+        cut_by = f"a write past {budget.describe()}"
+    elif no_space:
+        cut_by = f"a write that did not fit: {NO_SPACE}"
     live = signal_file_name(signal, compressed=False)
-    files_reasons = _file_reasons(f"{live} (or {live}{ZSTD_SUFFIX})", scan)
+    files_reasons = _file_reasons(f"{live} (or {live}{ZSTD_SUFFIX})", scan, cut_by)
+    if no_space:
+        files_reasons.append(
+            f"{no_space} not written to the files: {NO_SPACE} (the job directory's file "
+            "system was full; collector.log)"
+        )
+    if over_budget:
+        where = budget.describe() if budget else "the collector's file size limit"
+        files_reasons.append(
+            f"{over_budget} refused by the files, the newest, at {where} (collector.log)"
+        )
     if not readings:
         files_reasons.append(
             f"{CANNOT_TELL}: the files hold no delivery report (set otel.delivery_report: true; "
@@ -470,6 +502,16 @@ def signal_report(
     if has_backend:
         if backend_failed:
             backend_reasons.append(f"{backend_failed} lost at the backend (failed or dropped)")
+        refused = (
+            sum(log.lost_to(signal, hops.__contains__, c) for c in (QUEUE_FULL, OVER_BUDGET))
+            if log and budget and queue
+            else 0
+        )
+        if refused and budget:
+            backend_reasons.append(
+                f"{refused} refused by the backend queue, the newest, full at "
+                f"{budget.describe()} (collector.log)"
+            )
         if backend_queued:
             backend_reasons.append(f"{backend_queued} still queued at the last reading")
         if on_disk:
@@ -512,6 +554,7 @@ def delivery_report(
     health: ScrapeHealth | None = None,
     log: CollectorLog | None = None,
     queue: DiskQueue | None = None,
+    budget: DiskBudget | None = None,
 ) -> list[SignalReport]:
     """Per signal, what the job's collector received and delivered; with ``health``, the
     scrape targets' readings are gathered in the same pass over the files; ``log`` is the
@@ -522,4 +565,4 @@ def delivery_report(
         for path in signal_files(otel_dir, signal):
             scan_file(path, signal, readings, scans[signal], progress, health)
     known = {key: reading for key, reading in readings.items() if reading.series}
-    return [signal_report(signal, scans[signal], known, log, queue) for signal in SIGNALS]
+    return [signal_report(signal, scans[signal], known, log, queue, budget) for signal in SIGNALS]

@@ -4,12 +4,14 @@ was when it was not in the job directory, and the job's verdict."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._common.constants import COLLECTOR_CONFIG_NAME, COLLECTOR_DIR, COLLECTOR_LOG_NAME, SIGNALS
 from .._common.errors import JobDirError
+from .._step.disk_budget import DiskBudget, read_disk_budget
 from .._step.queue_place import QueuePlace, queue_places
 from .collector_log import read_collector_log
 from .delivery_report import CANNOT_TELL, Progress, SignalReport, delivery_report, signal_files
@@ -25,6 +27,8 @@ class JobReport:
     # Where the job step put the backend's queue on a node's own disk, oldest first (empty: in
     # the job directory, or in memory); the last is where otel/queue links to.
     queue_places: list[QueuePlace] = field(default_factory=list)
+    # The disk budget the job step's last start set (None: none was set).
+    disk_budget: DiskBudget | None = None
 
     @property
     def verdict(self) -> str:
@@ -47,6 +51,9 @@ class JobReport:
             "backend_queue_node_local": [
                 {"node": p.node, "folder": str(p.folder)} for p in self.queue_places
             ],
+            "disk_budget": None
+            if self.disk_budget is None
+            else dataclasses.asdict(self.disk_budget),
         }
 
 
@@ -83,5 +90,6 @@ def read_job_report(
     queue = read_disk_queue(otel_dir, log)
     health = ScrapeHealth()
     health.expect_written_targets(otel_dir)
-    signals = delivery_report(otel_dir, progress, health, log, queue)
-    return JobReport(job_dir, signals, health.targets(), queue_places(job_dir))
+    budget = read_disk_budget(job_dir)
+    signals = delivery_report(otel_dir, progress, health, log, queue, budget)
+    return JobReport(job_dir, signals, health.targets(), queue_places(job_dir), budget)

@@ -38,7 +38,7 @@ from .._common.hosts import host_port
 from .._render.job_files import FILES_MARK, WITH_DRAIN, WITHOUT_DRAIN
 from .._render.rendering import bench_dir_argument, check_render_inputs, collector_config_path
 from .._submit.config import SubmitConfig
-from .._templating.catalogue import STEP_DIR
+from .._templating.catalogue import STEP_DIR, template_set
 from .._templating.context import (
     delivery_report_endpoint,
     drain_report_endpoint,
@@ -54,6 +54,7 @@ from .._templating.file_compression import (
     step_compresses_files,
 )
 from .._templating.scrape import ScrapeJob, pool_names, scrape_jobs, targets_dir
+from .disk_budget import disk_budget_context
 from .finished_files import compress_context, finished_file_globs
 from .fresh_files import set_aside_context
 from .queue_place import queue_place_context
@@ -283,10 +284,21 @@ def collector_step_script(
         **set_aside_context(zstd_files),
         **compress_context(otel_dir, SIGNALS, step.finished_files_kept, bool(step.finished_files)),
         "queue": None,
+        **disk_budget_context(otel_dir, _queue_exporter(config), otel.backend_queue_megabytes),
     }
     if otel.backend_queue_megabytes is not None:
         context.update(queue_place_context(otel_dir, otel.container is not None))
     return render_builtin(STEP_TEMPLATE, context)
+
+
+def _queue_exporter(config: SubmitConfig) -> str | None:
+    """The id of the disk queue's exporter in the built-in templates of the config's line (the
+    step is built in, whatever --template-dir says); None without a disk queue."""
+    otel = config.otel
+    if "otlp_http" not in otel.exporters or otel.backend_queue_megabytes is None:
+        return None
+    line = template_set(()).line_for(otel.collector_version)
+    return f"{line.names['otlp_http']}/queue"
 
 
 # The error both lines end with when only the delivery report's last push failed; before it the
