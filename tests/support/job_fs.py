@@ -22,7 +22,7 @@ from support import helpers
 MOUNTS_FILE = Path("/run/nemo-gym-otel-job-fs/mounts")
 SMALL = ("small0", "small1", "small2", "small3")
 SMALL_BYTES = 64 * 1024 * 1024
-FILE_SYSTEMS = ("sshfs", "noflock", *SMALL)
+FILE_SYSTEMS = ("sshfs", "noflock")  # the beds a job directory is made on (fresh_folder)
 
 
 def mounted() -> dict[str, Path]:
@@ -34,7 +34,7 @@ def mounted() -> dict[str, Path]:
     found = {}
     for line in text.splitlines():
         name, _, path = line.partition(" ")
-        if name in FILE_SYSTEMS and os.path.ismount(path):
+        if name in (*FILE_SYSTEMS, *SMALL) and os.path.ismount(path):
             found[name] = Path(path)
     return found
 
