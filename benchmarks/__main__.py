@@ -17,7 +17,16 @@ from typing import Any
 
 from ._stats import Sample, describe, table
 
-SUITES = ("render", "write", "import", "collector", "long_jobs", "queue_cap", "scrape_load")
+SUITES = (
+    "render",
+    "write",
+    "import",
+    "collector",
+    "long_jobs",
+    "queue_cap",
+    "scrape_load",
+    "job_fs",
+)
 
 
 def _cpu_model() -> str:
@@ -145,6 +154,12 @@ def main(argv: list[str] | None = None) -> int:
 
         results["scrape_load"] = scrape_load(quick=args.quick)
         rows += results["scrape_load"].pop("rows")
+
+    if "job_fs" in args.only:
+        from .job_fs import job_fs
+
+        results["job_fs"] = job_fs(quick=args.quick)
+        rows += results["job_fs"].pop("rows")
 
     print(table(rows))
     args.json.parent.mkdir(parents=True, exist_ok=True)
