@@ -6,7 +6,8 @@ it; ``tests/support/job_fs.py`` reads where), one after the other in this run:
 
 - **the disk queue's CPU**: the collector's cores at the large job's load (1x and 10x) with the
   backend's queue on disk against the same config with the queue in memory, the difference
-  being the queue's (``long_jobs``' queue cost, on each file system);
+  being the queue's (``long_jobs``' queue cost, on each file system); on sshfs also its
+  client's cores (the FUSE daemon and its ssh), which do the collector's file work there;
 - **fsync's CPU**: the disk queue syncing every write (``fsync: true``, an override) against
   the default, which does not;
 - **a 10-s backlog**: 10 s of the load into a black hole, then the backend back: until the
@@ -23,10 +24,11 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import psutil
 from support.job_fs import mounted
 
 from nemo_gym.orchestration.executors.otel import OTLP_HTTP_PORT
@@ -67,13 +69,46 @@ def side_by_side(values: Mapping[str, str]) -> str:
 
 def cost_figures(cost: Mapping[str, Any], first: str, second: str) -> dict[str, str]:
     """``_cost``'s result as one text per load factor: the first variant's cores less the
-    second's, with both."""
+    second's, with both; the same for the file system's client where it was measured."""
     return {
-        factor: f"{c['cores'][first] - c['cores'][second]:+.3f} cores "
-        f"({c['cores'][first]:.3f} vs {c['cores'][second]:.3f})"
+        factor: _difference(c["cores"], first, second)
+        + (
+            f", its client {_difference(c['helper_cores'], first, second)}"
+            if "helper_cores" in c
+            else ""
+        )
         + ("" if all(c["held"].values()) else " NOT HELD")
         for factor, c in cost.items()
     }
+
+
+def _difference(cores: Mapping[str, float], first: str, second: str) -> str:
+    return f"{cores[first] - cores[second]:+.3f} cores ({cores[first]:.3f} vs {cores[second]:.3f})"
+
+
+def client_cpu(mount: Path) -> Callable[[], float] | None:
+    """The CPU seconds so far of the sshfs client of ``mount`` (the FUSE daemon and the ssh
+    process it talks through): on a node, the file system's work that the collector's own CPU
+    figure leaves out. The sftp server's side is the file server's, not counted. None where
+    no such process is found."""
+    processes = []
+    for process in psutil.process_iter(["name", "cmdline"]):
+        args = process.info["cmdline"] or []
+        if process.info["name"] == "sshfs" and str(mount) in args and "-p" in args:
+            port = args[args.index("-p") + 1]
+            processes.append(process)
+            processes += [
+                p
+                for p in psutil.process_iter(["name", "cmdline"])
+                if p.info["name"] == "ssh" and f"-oPort={port}" in (p.info["cmdline"] or [])
+            ]
+    if not processes:
+        return None
+
+    def spent() -> float:
+        return sum(sum(p.cpu_times()[:2]) for p in processes)
+
+    return spent
 
 
 def rows(results: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -139,18 +174,26 @@ def _folder(parent: Path) -> Iterator[Path]:
         yield Path(folder)
 
 
-def _measure(parent: Path, quick: bool) -> dict[str, Any]:
+def _measure(parent: Path, quick: bool, helper_cpu: Callable[[], float] | None) -> dict[str, Any]:
     binaries = {line: collector_binary(line) for line in LINES}
     generator = Generator(f"http://{HOST}:{OTLP_HTTP_PORT}")
     with _folder(parent) as folder, override_dirs(COST_LINE, FSYNC_VARIANT) as fsync_dirs:
         try:
-            queue_cost = _cost(binaries[COST_LINE], generator, quick, QUEUE_VARIANTS, parent=folder)
+            queue_cost = _cost(
+                binaries[COST_LINE],
+                generator,
+                quick,
+                QUEUE_VARIANTS,
+                parent=folder,
+                helper_cpu=helper_cpu,
+            )
             fsync_cost = _cost(
                 binaries[COST_LINE],
                 generator,
                 quick,
                 dict(zip(FSYNC_NAMES, (({}, fsync_dirs), ({}, None)), strict=True)),
                 parent=folder,
+                helper_cpu=helper_cpu,
             )
         finally:
             generator.close()
@@ -173,7 +216,7 @@ def job_fs(quick: bool) -> dict[str, Any]:
     by_place = {}
     for name, parent in where.items():
         _log(f"job directories on the {name} ({parent})")
-        by_place[name] = _measure(parent, quick)
+        by_place[name] = _measure(parent, quick, client_cpu(parent) if name == SSHFS else None)
     results = {"places": {name: str(path) for name, path in where.items()}, "by_place": by_place}
     results["rows"] = rows(results)
     return results

@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -617,22 +617,30 @@ def _cost(
     variants: dict[str, tuple[dict[str, Any], list[Path] | None]],
     host: str = HOST,
     parent: Path | None = None,
+    helper_cpu: Callable[[], float] | None = None,
 ) -> dict[str, Any]:
     """CPU and RSS of two variants (otel keys, override folders) at 1x and 10x the large job's
     load, interleaved; the ratios are the first's over the second's. The job directories are
-    made in ``parent`` (see :func:`_rig`)."""
+    made in ``parent`` (see :func:`_rig`); ``helper_cpu`` gives the CPU seconds so far of the
+    processes that do the collector's file work there besides it (a network file system's
+    client), whose cores over each step are reported as ``helper_cores``."""
     first, second = variants
     result: dict[str, Any] = {}
     for factor in COST_FACTORS:
         rates = {s: rate * factor for s, rate in LARGE_JOB.items()}
         runs: dict[str, list[Step]] = {name: [] for name in variants}
+        helper: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(COST_ROUNDS[quick]):
             for name, (otel, dirs) in variants.items():
                 with _rig(
                     binary, COST_LINE, generator, otel, host=host, template_dirs=dirs, parent=parent
                 ) as rig:
                     rig.step(rates, 3)  # warm-up: first scrapes, connections
+                    before, started = helper_cpu() if helper_cpu else 0.0, time.monotonic()
                     runs[name].append(rig.step(rates, COST_SECONDS[quick]))
+                    if helper_cpu:
+                        spent = helper_cpu() - before
+                        helper[name].append(spent / (time.monotonic() - started))
         cores = {k: statistics.median(st.cores for st in v) for k, v in runs.items()}
         rss = {k: statistics.median(st.peak_rss / MIB for st in v) for k, v in runs.items()}
         result[f"{factor}x"] = {
@@ -643,6 +651,10 @@ def _cost(
             "held": {k: all(st.held for st in v) for k, v in runs.items()},
             "problems": {k: [p for st in v for p in st.problems] for k, v in runs.items()},
         }
+        if helper_cpu:
+            result[f"{factor}x"]["helper_cores"] = {
+                k: statistics.median(v) for k, v in helper.items()
+            }
         _log(f"{first} vs {second} {factor}x: {result[f'{factor}x']}")
     return result
 

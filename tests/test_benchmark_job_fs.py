@@ -44,6 +44,14 @@ def test_cost_is_the_first_variants_cores_less_the_seconds() -> None:
     assert figures["10x"] == "-0.500 cores (1.000 vs 1.500) NOT HELD"
 
 
+def test_the_file_systems_client_is_shown_beside_the_collector_where_measured() -> None:
+    cost = _cost(0.25, 0.125)
+    cost["helper_cores"] = {"a": 0.5, "b": 0.125}
+    assert cost_figures({"1x": cost}, "a", "b")["1x"] == (
+        "+0.125 cores (0.250 vs 0.125), its client +0.375 cores (0.500 vs 0.125)"
+    )
+
+
 def _place(queue: float, fsync: float, backlog: float, write: float) -> dict[str, Any]:
     disk, memory = QUEUE_VARIANTS
     synced, default = FSYNC_NAMES
