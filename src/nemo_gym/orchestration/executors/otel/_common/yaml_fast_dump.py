@@ -3,8 +3,8 @@
 ``yaml.dump`` with ``CSafeDumper`` emits in C, but represents in Python: every value becomes a
 node through PyYAML's representer (alias bookkeeping, a lookup of the value's type), and libyaml
 asks PyYAML's resolver, twice per scalar, whether the scalar may go unquoted. For a job's drain
-config (written at every job's write, about 400 values) that was two thirds of the time of
-rendering and checking its ``collector.yaml``. This emits the same events the representer and
+config (written at every job's write, about 400 values) that took as long as checking its
+``collector.yaml``, 2 ms (docs/maintainers/performance.md). This emits the same events the representer and
 serializer would (the same tags, implicit flags and block style), resolving each distinct text
 once per process, so libyaml writes the very same text. Anything but a plain tree (mappings
 with string keys, lists, strings, ints, bools, None, floats; no object twice, which PyYAML
