@@ -26,6 +26,7 @@ SUITES = (
     "queue_cap",
     "scrape_load",
     "fleet",
+    "job_fs",
 )
 
 
@@ -160,6 +161,11 @@ def main(argv: list[str] | None = None) -> int:
 
         results["fleet"] = fleet(quick=args.quick)
         rows += results["fleet"].pop("rows")
+    if "job_fs" in args.only:
+        from .job_fs import job_fs
+
+        results["job_fs"] = job_fs(quick=args.quick)
+        rows += results["job_fs"].pop("rows")
 
     print(table(rows))
     args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -151,9 +151,12 @@ def _rig(
     host: str = HOST,
     template_dirs: list[Path] | None = None,
     memory_limit: int | None = None,
+    parent: Path | None = None,
 ) -> Iterator[Rig]:
+    """A rig whose job directory is in a fresh folder of ``parent`` (default: the temporary
+    directory; ``job_fs`` puts it on a network file system)."""
     with (
-        tempfile.TemporaryDirectory(prefix="nemo-gym-otel-long-") as root,
+        tempfile.TemporaryDirectory(prefix="nemo-gym-otel-long-", dir=parent) as root,
         Rig(
             binary,
             line,
@@ -176,12 +179,15 @@ def _backend_rig(
     host: str,
     memory_limit: int | None = None,
     otel: dict[str, Any] | None = None,
+    parent: Path | None = None,
 ) -> Iterator[Rig]:
     """A rig with a backend, on ``host`` with a load generator of its own."""
     generator = Generator(f"http://{host}:{OTLP_HTTP_PORT}")
     with (
         contextlib.closing(generator),
-        _rig(binary, line, generator, otel, host=host, memory_limit=memory_limit) as rig,
+        _rig(
+            binary, line, generator, otel, host=host, memory_limit=memory_limit, parent=parent
+        ) as rig,
     ):
         yield rig
 
@@ -363,10 +369,10 @@ def _job_ends_in_outage(binary: Path, line: str, end: str, quick: bool) -> dict[
     return result
 
 
-def _backlog(binary: Path, line: str) -> dict[str, Any]:
+def _backlog(binary: Path, line: str, parent: Path | None = None) -> dict[str, Any]:
     """10 s of the load into a black hole, then the backend back: until it holds everything."""
     host = END_HOSTS[line, "stop"]
-    with _backend_rig(binary, line, host) as rig:
+    with _backend_rig(binary, line, host, parent=parent) as rig:
         assert rig.backend is not None
         rig.step(LARGE_JOB, WARMUP_SECONDS)
         base, _ = rig._arrived()
@@ -389,7 +395,11 @@ def _backlog(binary: Path, line: str) -> dict[str, Any]:
         "drained_seconds": seconds,
         "backend_minus_want": {s: now["backend"].get(s, 0) - want[s] for s in SIGNALS},
     }
-    _log(f"{line} backlog of {BACKLOG_SECONDS}s: at the backend {seconds:.1f}s after it came back")
+    where = parent or "the temporary directory"
+    _log(
+        f"{line} backlog of {BACKLOG_SECONDS}s (job directory in {where}): at the backend "
+        f"{seconds:.1f}s after it came back"
+    )
     return result
 
 
@@ -399,18 +409,26 @@ def _sizes(otel_dir: Path) -> dict[str, int]:
     }
 
 
+@contextmanager
+def override_dirs(line: str, variant: str) -> Iterator[list[Path] | None]:
+    """The template folders that render ``variant`` of ``GROWTH_VARIANTS`` on ``line``: an
+    override of the default combination for those of ``GROWTH_OVERRIDES``, else none."""
+    if variant not in GROWTH_OVERRIDES:
+        yield None
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / line).mkdir()
+        text = OVERRIDE_HEAD.replace("LINE", line) + GROWTH_OVERRIDES[variant]
+        (Path(folder) / line / "otlp_http+file.yaml.j2").write_text(text)
+        yield [Path(folder)]
+
+
 def _growth(
     binary: Path, line: str, generator: Generator, quick: bool, variant: str
 ) -> dict[str, Any]:
     seconds = GROWTH_SECONDS[quick]
     with contextlib.ExitStack() as stack:
-        dirs = None
-        if variant in GROWTH_OVERRIDES:
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-            (folder / line).mkdir()
-            text = OVERRIDE_HEAD.replace("LINE", line) + GROWTH_OVERRIDES[variant]
-            (folder / line / "otlp_http+file.yaml.j2").write_text(text)
-            dirs = [folder]
+        dirs = stack.enter_context(override_dirs(line, variant))
         rig = stack.enter_context(
             _rig(binary, line, generator, GROWTH_VARIANTS[variant], template_dirs=dirs)
         )
@@ -598,19 +616,31 @@ def _cost(
     quick: bool,
     variants: dict[str, tuple[dict[str, Any], list[Path] | None]],
     host: str = HOST,
+    parent: Path | None = None,
+    helper_cpu: Callable[[], float] | None = None,
 ) -> dict[str, Any]:
     """CPU and RSS of two variants (otel keys, override folders) at 1x and 10x the large job's
-    load, interleaved; the ratios are the first's over the second's."""
+    load, interleaved; the ratios are the first's over the second's. The job directories are
+    made in ``parent`` (see :func:`_rig`); ``helper_cpu`` gives the CPU seconds so far of the
+    processes that do the collector's file work there besides it (a network file system's
+    client), whose cores over each step are reported as ``helper_cores``."""
     first, second = variants
     result: dict[str, Any] = {}
     for factor in COST_FACTORS:
         rates = {s: rate * factor for s, rate in LARGE_JOB.items()}
         runs: dict[str, list[Step]] = {name: [] for name in variants}
+        helper: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(COST_ROUNDS[quick]):
             for name, (otel, dirs) in variants.items():
-                with _rig(binary, COST_LINE, generator, otel, host=host, template_dirs=dirs) as rig:
+                with _rig(
+                    binary, COST_LINE, generator, otel, host=host, template_dirs=dirs, parent=parent
+                ) as rig:
                     rig.step(rates, 3)  # warm-up: first scrapes, connections
+                    before, started = helper_cpu() if helper_cpu else 0.0, time.monotonic()
                     runs[name].append(rig.step(rates, COST_SECONDS[quick]))
+                    if helper_cpu:
+                        spent = helper_cpu() - before
+                        helper[name].append(spent / (time.monotonic() - started))
         cores = {k: statistics.median(st.cores for st in v) for k, v in runs.items()}
         rss = {k: statistics.median(st.peak_rss / MIB for st in v) for k, v in runs.items()}
         result[f"{factor}x"] = {
@@ -621,6 +651,10 @@ def _cost(
             "held": {k: all(st.held for st in v) for k, v in runs.items()},
             "problems": {k: [p for st in v for p in st.problems] for k, v in runs.items()},
         }
+        if helper_cpu:
+            result[f"{factor}x"]["helper_cores"] = {
+                k: statistics.median(v) for k, v in helper.items()
+            }
         _log(f"{first} vs {second} {factor}x: {result[f'{factor}x']}")
     return result
 

@@ -317,8 +317,11 @@ def submission(jobs: int, root: str) -> dict[str, Any]:
     }
 
 
-def bulk_write(jobs: int, rounds: int, against: Path | None = None) -> dict[str, Any]:
-    """``rounds`` submissions, each in a fresh interpreter (as a submit is) into a fresh folder.
+def bulk_write(
+    jobs: int, rounds: int, against: Path | None = None, parent: Path | None = None
+) -> dict[str, Any]:
+    """``rounds`` submissions, each in a fresh interpreter (as a submit is) into a fresh folder
+    of ``parent`` (default: the temporary directory).
 
     With ``against`` (the Python of another environment, with another build of the package
     installed: another checkout's ``.venv/bin/python``), each round also runs this same
@@ -330,7 +333,7 @@ def bulk_write(jobs: int, rounds: int, against: Path | None = None) -> dict[str,
     measure the disk's cleanup, not the package."""
     sides = [Path(sys.executable), *([against] if against is not None else [])]
     reports: list[list[dict[str, Any]]] = [[] for _ in sides]
-    with tempfile.TemporaryDirectory() as root:
+    with tempfile.TemporaryDirectory(dir=parent) as root:
         for round_ in range(rounds):
             for side, python in enumerate(sides):
                 os.sync()

@@ -5,6 +5,8 @@ failure, so a jsonschema-rs "valid" where jsonschema finds a violation would let
 through: the two are compared on every golden file, the whole collector corpus and
 hypothesis-mutated documents. The YAML loader is PyYAML's C loader plus a refusal of duplicate
 keys and a direct construction of plain trees: it is compared with stock ``yaml.CSafeLoader``.
+The drain config's dump feeds libyaml's emitter events made straight from a plain tree: it is
+compared with ``yaml.dump``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from nemo_gym.orchestration.executors.otel._common.json_schema import (
     violations,
 )
 from nemo_gym.orchestration.executors.otel._common.resources import load_schema, schema_names
+from nemo_gym.orchestration.executors.otel._common.yaml_fast_dump import dump_plain
 from nemo_gym.orchestration.executors.otel._common.yaml_loader import parse_yaml
+from nemo_gym.orchestration.executors.otel._render.drain_config import drain_document
 
 GOLDEN = sorted((helpers.REPO / "tests" / "golden").glob("*/*/*.yaml"))
 COLLECTOR_SCHEMAS = [
@@ -235,3 +239,87 @@ def test_golden_yaml_matches_stock_pyyaml(path: Path) -> None:
     assert _same(
         parse_yaml(text, str(path), TemplateError), yaml.load(text, Loader=yaml.CSafeLoader)
     )
+
+
+# -- YAML dump -------------------------------------------------------------------------------
+
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def _reference_dump(document: Any) -> str:
+    return yaml.dump(document, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, width=100)
+
+
+@pytest.mark.parametrize(
+    "path", GOLDEN, ids=lambda p: str(p.relative_to(helpers.REPO / "tests" / "golden"))
+)
+def test_golden_drain_configs_dump_as_pyyaml_does(path: Path) -> None:
+    """Each golden rendering's drain config (the document dumped at every job's write), and the
+    rendering itself, written by the fast path exactly as ``yaml.dump`` writes them."""
+    document = yaml.load(path.read_text("utf-8"), Loader=yaml.CSafeLoader)
+    drain = drain_document(document)
+    for each in [document, *([drain] if drain is not None else [])]:
+        assert dump_plain(each, _DUMPER, width=100) == _reference_dump(each)
+
+
+_DUMP_CASES = [
+    {"a": ["yes", "no", "on", "1", "1.5", "0x1F", "2001-12-14", "~", "null", "", " x", "x "]},
+    {"a": ["#x", "x #y", "a: b", "- x", "[x]", "{x}", "&a", "*a", "!x", "%x", "@x", "`x", "|"]},
+    {"multi\nline": "one\ntwo\n", "tab": "a\tb", "quote": 'it\'s "q"', "bs": "a\\b"},
+    {"unicode": "héllo ✓ 😀", "controls": "\x00\x07\x1b\x7f\x85\u2028\ufeff", "nbsp": "a\xa0b"},
+    {"long": "word " * 40, "long unbroken": "x" * 150, "url": "http://h:1/" + "p" * 120},
+    {"n": [0, -1, 10**30, 1.0, -0.0, 1e20, 1.5e-7, float("inf"), float("-inf"), True, None]},
+    {"empty": {}, "none": [], "nested": [[], [{}], {"a": [{"b": {}}]}], "": ""},
+    [{"top": "list"}, "x"],
+    "just a scalar",
+    None,
+    {"a": "<<", "<<": "a", "? x": 1, "=": "=", "-": "-", ":": ":"},
+]
+
+
+@pytest.mark.parametrize("document", _DUMP_CASES)
+def test_dump_matches_pyyaml(document: Any) -> None:
+    assert dump_plain(document, _DUMPER, width=100) == _reference_dump(document)
+
+
+def test_dump_of_nan_matches_pyyaml() -> None:
+    assert dump_plain({"x": float("nan")}, _DUMPER, width=100) == "x: .nan\n"
+    assert _reference_dump({"x": float("nan")}) == "x: .nan\n"
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {1: "int key"},
+        {"a": ("tu", "ple")},
+        {"a": {1, 2}},
+        {"a": b"bytes"},
+        {"a": Path("x")},
+        {"a": (shared := ["x"]), "b": shared},
+    ],
+    ids=["int-key", "tuple", "set", "bytes", "path", "shared-object"],
+)
+def test_dump_gives_up_beyond_a_plain_tree(document: Any) -> None:
+    """Keys PyYAML writes otherwise, types it represents its own way, and an object twice
+    (which it anchors): the caller dumps these the reference way."""
+    with pytest.raises(yaml_fast_path.NotPlain):
+        dump_plain(document, _DUMPER, width=100)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=_DATA)
+def test_generated_dumps_match_pyyaml(data: Any) -> None:
+    try:
+        got = dump_plain(data, _DUMPER, width=100)
+    except yaml_fast_path.NotPlain:
+        assert not _string_keys(data)
+        return
+    assert got == _reference_dump(data)
+
+
+def _string_keys(data: Any) -> bool:
+    if isinstance(data, dict):
+        return all(type(k) is str and _string_keys(v) for k, v in data.items())
+    if isinstance(data, list):
+        return all(_string_keys(item) for item in data)
+    return True

@@ -49,12 +49,11 @@ from support.e2e_job import (
     running,
     wait_for,
 )
-from support.e2e_life import GYM_JOB_ID, Life, Run
+from support.e2e_life import EXPORTED_WITHIN_NS, GYM_JOB_ID, Life, Run
 from support.e2e_otlp import SIGNALS, items_of, post_json, resource_groups
 from support.e2e_tally import at_backend, count, found, sent
 from support.otelcol import collector_binary
 
-from nemo_gym.orchestration.executors.otel._common.constants import DELIVERY_REPORT_INTERVAL_SECONDS
 from nemo_gym.orchestration.executors.otel._job_dir.collector_log import read_collector_log
 
 pytestmark = pytest.mark.collector
@@ -69,6 +68,9 @@ SAMPLED_LINES = 10
 # Longer than one attempt's bound at the backend (the backend exporter's `timeout`, 10 s).
 LATE_SECONDS = 12
 SHUTDOWN_ERROR = "failed to shutdown meter provider"
+# The span-metrics connector flushes every 5 s (metrics_flush_interval); a span's count is out at
+# the second flush after it ended.
+SPAN_METRICS_TWO_FLUSHES_NS = 2 * 5 * 1_000_000_000
 OVERRIDE = """{{#- nemo-gym-otel
 template_version: test-short-retry
 requires_package: 0.1.0
@@ -138,9 +140,9 @@ def run_job(life: Life, outage: bool, retry_window: bool = True) -> tuple[int, s
             )
             if retry_window:
                 time.sleep(RETRY_WINDOW_SECONDS + 2)  # the retry window runs out
-        # Readings after the last item reached both exporters, and after the span metrics'
+        # A reading after the last item reached both exporters, and after the span metrics'
         # last new series were flushed twice.
-        time.sleep(3 * DELIVERY_REPORT_INTERVAL_SECONDS)
+        life.wait_for_reading(time.time_ns() + EXPORTED_WITHIN_NS + SPAN_METRICS_TWO_FLUSHES_NS)
         exit_code = collector.stop()
     drained = life.stop_drain(env, life.tmp_path / "drain.log")
     assert drained in (None, 0, 1), "the stop's drain failed"
@@ -367,7 +369,7 @@ def test_a_request_answered_after_the_attempts_bound_is_sent_again_and_counted(
                 30,
                 "the backend to hold every item",
             )
-            time.sleep(3 * DELIVERY_REPORT_INTERVAL_SECONDS)
+            life.wait_for_reading(time.time_ns() + EXPORTED_WITHIN_NS)
             exit_code = collector.stop()
         assert life.stop_drain(env, life.tmp_path / "drain.log") in (0, 1)
         late = found(

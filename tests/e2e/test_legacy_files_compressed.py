@@ -19,11 +19,9 @@ from pathlib import Path
 import pytest
 from support import helpers
 from support.e2e_job import TOKEN_ENV, running
-from support.e2e_life import Life
+from support.e2e_life import EXPORTED_WITHIN_NS, Life
 from support.e2e_otlp import post_json
 from support.otelcol import collector_binary
-
-from nemo_gym.orchestration.executors.otel._common.constants import DELIVERY_REPORT_INTERVAL_SECONDS
 
 pytestmark = pytest.mark.collector
 
@@ -69,7 +67,7 @@ def test_every_record_is_read_back_from_the_compressed_files(tmp_path: Path) -> 
                 time.sleep(0.25)  # one request per batch (the batch processor: 200ms)
                 if batch == BATCHES // 2:
                     compress_pass()  # the background pass, while the collector writes
-            time.sleep(3 * DELIVERY_REPORT_INTERVAL_SECONDS)  # readings after the last item
+            life.wait_for_reading(time.time_ns() + EXPORTED_WITHIN_NS)  # after the last item
             collector.stop()
         compress_pass()  # the stop's last pass
     finally:

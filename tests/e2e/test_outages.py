@@ -36,12 +36,11 @@ import pytest
 import yaml
 from support import helpers, job_fs
 from support.e2e_job import TOKEN_ENV, running
-from support.e2e_life import FAULTS, Life
+from support.e2e_life import EXPORTED_WITHIN_NS, FAULTS, Life
 from support.e2e_otlp import SIGNALS, post_json
 from support.e2e_tally import assert_holds_exactly, at_backend, found, in_files, sent
 from support.otelcol import collector_binary
 
-from nemo_gym.orchestration.executors.otel._common.constants import DELIVERY_REPORT_INTERVAL_SECONDS
 from nemo_gym.orchestration.executors.otel._step.queue_place import queue_places, this_node
 
 pytestmark = pytest.mark.collector
@@ -229,7 +228,7 @@ def test_a_full_disk_queue_refuses_the_newest_and_counts_it(line: str, tmp_path:
             for batch in range(40):  # 40 x 100 x 1 KB, one batch each (the batch processor: 200ms)
                 _post_logs(host, batch, 100, 1000)
                 time.sleep(0.3)
-            time.sleep(3 * DELIVERY_REPORT_INTERVAL_SECONDS)
+            life.wait_for_reading(time.time_ns() + EXPORTED_WITHIN_NS)  # counts the refused
             collector.stop()
         queue_sizes = [p.stat().st_size for p in (life.otel_dir / "queue").iterdir()]
         code, document = _report(life)

@@ -35,6 +35,10 @@ from nemo_gym.orchestration.executors.otel import (
     collector_step_script,
     write_collector_config,
 )
+from nemo_gym.orchestration.executors.otel._common.constants import (
+    DELIVERY_REPORT_INTERVAL_SECONDS,
+    DELIVERY_REPORT_MARKER,
+)
 from nemo_gym.orchestration.executors.otel._step.queue_place import queue_places
 
 from .e2e_backend import OtlpBackend, RoutingProxy
@@ -70,6 +74,12 @@ ROUNDS = 1
 # Long enough for the exporters to pick up the data sent after the fault began: one batch
 # timeout (200ms) and a queue hand-off, with a wide margin for a busy machine.
 FAULT_PICKUP_SECONDS = 30
+# The batch processors and the backend queue's batching flush within a second: an item the
+# collector accepted has reached its exporters a second later.
+EXPORTED_WITHIN_NS = 1_000_000_000
+# A reading is taken every DELIVERY_REPORT_INTERVAL_SECONDS and reaches the files within the
+# file exporter's 1s flush; the rest is margin for a busy machine.
+READING_TIMEOUT_SECONDS = 3 * DELIVERY_REPORT_INTERVAL_SECONDS + 30
 # The span-metrics connector's call counts and durations, under its default namespace.
 SPAN_METRICS_CALLS = "traces.span.metrics.calls"
 SPAN_METRICS_DURATION = "traces.span.metrics.duration"
@@ -187,6 +197,24 @@ class Life:
 
     def file_items(self, signal: str) -> list[Any]:
         return read_signal(self.otel_dir, signal)
+
+    def wait_for_reading(
+        self, taken_after_ns: int, timeout: float = READING_TIMEOUT_SECONDS
+    ) -> None:
+        """Wait until the files hold a delivery-report reading (``otel.delivery_report``: the
+        collector's own counters, pushed every ``DELIVERY_REPORT_INTERVAL_SECONDS``) taken at
+        ``taken_after_ns`` (``time.time_ns()``) or later: ``report`` then judges by counters
+        that include everything the collector handled before that moment."""
+        wait_for(
+            lambda: any(
+                point.time_unix_nano >= taken_after_ns
+                for point in self.file_items("metrics")
+                if point.resource.get(DELIVERY_REPORT_MARKER) == "collector"
+            ),
+            timeout,
+            "a delivery-report reading in the files taken after the last item",
+            interval=0.5,
+        )
 
     def _config(self) -> SubmitConfig:
         return SubmitConfig.from_dict(

@@ -26,6 +26,8 @@ from .._common.errors import (
     Violation,
     dotted,
 )
+from .._common.yaml_fast_dump import dump_plain
+from .._common.yaml_fast_path import NotPlain
 from .._submit.config import SubmitConfig
 from .._submit.job_dir_path import JOB_DIR_KEY, check_job_dir, job_dir_warnings
 from .._submit.rules import validate_destination
@@ -145,11 +147,15 @@ def checked_drain_text(rendering: Rendering, parsed: Any) -> str | None:
         "editing it.\n"
     )
     # libyaml's emitter where PyYAML has it (about a tenth of the pure-Python one's time, the
-    # same text for every golden rendering): a job's drain config is dumped at every write.
+    # same text for every golden rendering), fed events straight from the plain tree (see
+    # :mod:`.._common.yaml_fast_dump`): a job's drain config is dumped at every write.
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return header + yaml.dump(
-        document, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100
-    )
+    try:
+        return header + dump_plain(document, dumper, width=100)
+    except NotPlain:
+        return header + yaml.dump(
+            document, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100
+        )
 
 
 def render_checked(
