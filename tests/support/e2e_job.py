@@ -45,6 +45,11 @@ from nemo_gym.orchestration.executors.otel import (
     driver_telemetry_env,
     write_collector_config,
 )
+from nemo_gym.orchestration.executors.otel._common.constants import (
+    INGEST_CONFIG_NAME,
+    SENDER_CONFIG_NAME,
+    SENDER_STOP_SECONDS,
+)
 from nemo_gym.orchestration.executors.otel._common.hosts import host_port
 from nemo_gym.orchestration.executors.otel._render.drain_config import feature_gate_arguments
 from nemo_gym.orchestration.executors.otel._step.drain import read_state
@@ -166,6 +171,7 @@ class Result:
     user: str = field(default_factory=getpass.getuser)
     slurm_job_id: str = SLURM_JOB_ID
     drain_exit_code: int | None = None  # the stop's drain (None: no disk queue)
+    sender: Sender | None = None  # the backend path's own process (None: no disk queue)
 
     def file_items(self, signal_name: str) -> list[Any]:
         return read_signal(self.otel_dir, signal_name)
@@ -307,7 +313,7 @@ class Collector:
         self.log_path = log_path
         self.host = host
         self.exit_seconds: float | None = None  # from TERM to exit, once stopped
-        self._log = log_path.open("wb")
+        self._log = log_path.open("ab")  # the sender appends to the same log, as in the step
         self.process = subprocess.Popen(
             [*command_prefix, *collector_command(binary, config_path)],
             cwd=cwd,
@@ -352,6 +358,87 @@ class Collector:
             self.process.kill()
             self.process.wait(timeout=10)
         self._log.close()
+
+
+class Sender(Collector):
+    """The job step's sender (``sender.yaml``, the backend path behind the disk queue), started
+    before the collector and stopped before it, as the step does."""
+
+    def __init__(
+        self, binary: Path, otel_dir: Path, env: dict[str, str], cwd: Path, log_path: Path
+    ) -> None:
+        config_path = otel_dir / SENDER_CONFIG_NAME
+        document = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+        (receiver,) = document["receivers"].values()
+        self.address = receiver["protocols"]["http"]["endpoint"]
+        self.killed = False  # whether the stop had to kill it
+        super().__init__(binary, config_path, env, cwd, log_path)
+
+    def _answers(self) -> bool:
+        host, _, port = self.address.rpartition(":")
+        try:
+            with urllib.request.urlopen(f"http://{host}:{port}/", timeout=2):
+                return True
+        except urllib.error.HTTPError:
+            return True  # any answer: its receiver is up
+        except OSError:
+            return False
+
+    def wait_healthy(self) -> None:
+        def up() -> bool:
+            if self.process.poll() is not None:
+                pytest.fail(
+                    f"the sender exited with {self.process.returncode} before its receiver answered:\n{_tail(self.log_path)}"
+                )
+            return self._answers()
+
+        wait_for(up, HEALTH_TIMEOUT_SECONDS, f"the sender's receiver on {self.address}")
+
+    def stop(self) -> int:
+        """TERM, killed after SENDER_STOP_SECONDS as the step's stop does."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            termed = time.monotonic()
+            try:
+                self.process.wait(timeout=SENDER_STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.killed = True
+                self.process.kill()
+                self.process.wait(timeout=10)
+            self.exit_seconds = time.monotonic() - termed
+        self._log.close()
+        return self.process.returncode
+
+
+def start_collector(
+    binary: Path,
+    config_path: Path,
+    env: dict[str, str],
+    cwd: Path,
+    log_path: Path,
+    host: str = "localhost",
+) -> tuple[Sender | None, Collector]:
+    """The job step's start: with ``sender.yaml`` beside the config, the sender first (up once
+    its receiver answers), then the collector from ``ingest.yaml``; else the collector from the
+    config. Both log to ``log_path`` and are running when this returns; the caller stops them,
+    the sender first."""
+    otel_dir = config_path.parent
+    sender = None
+    if (otel_dir / SENDER_CONFIG_NAME).exists():
+        sender = Sender(binary, otel_dir, env, cwd, log_path)
+        try:
+            sender.wait_healthy()
+        except BaseException:
+            sender.kill()
+            raise
+        config_path = otel_dir / INGEST_CONFIG_NAME
+    try:
+        collector = Collector(binary, config_path, env, cwd, log_path, host)
+    except BaseException:
+        if sender:
+            sender.kill()
+        raise
+    return sender, collector
 
 
 def _producer_env(gym_job_id: str, service_name: str, host: str) -> dict[str, str]:
@@ -521,8 +608,11 @@ def run_job(
         )
         if proxy and during_outage:
             proxy.start_outage()
-        collector = Collector(binary, config_path, env, job_dir, result.collector_log)
-        with running(collector):
+        sender, collector = start_collector(
+            binary, config_path, env, job_dir, outside / "collector.log"
+        )
+        result.sender = sender
+        with running(sender, collector):
             collector.wait_healthy()
             model.serve(requests=40, prompt_tokens=12_000, running=3)
             producers = Producers(job.gym_job_id, outside)
@@ -552,6 +642,8 @@ def run_job(
                 )
             # As the executor: one more scrape interval after the producers finished, then TERM.
             time.sleep(GRACE_SECONDS)
+            if sender:
+                sender.stop()
             result.exit_code = collector.stop()
         result.drain_exit_code = stop_drain(
             binary, config_path.parent, env, job_dir, outside / "drain.log"

@@ -43,11 +43,12 @@ from .e2e_job import (
     SERVICE_NAME,
     SLURM_JOB_ID,
     TOKEN_ENV,
-    Collector,
     Producer,
     Producers,
+    Sender,
     collector_release,
     running,
+    start_collector,
     stop_drain,
     wait_for,
 )
@@ -148,6 +149,7 @@ class Run:
     listening: set[tuple[str, int]] = field(default_factory=set)
     log: str = ""  # the collector's output
     files: dict[str, list[Any]] = field(default_factory=dict)  # the job's files once it exited
+    sender: Sender | None = None  # the backend path's own process (a disk queue only)
 
 
 class Life:
@@ -232,8 +234,11 @@ class Life:
         env = self.collector_env(outside)
         log_path = outside / "collector.log"
         self.prepare_files()
-        collector = Collector(self.binary, self.config_path, env, self.job_dir, log_path, self.host)
-        with running(collector):
+        sender, collector = start_collector(
+            self.binary, self.config_path, env, self.job_dir, log_path, self.host
+        )
+        run.sender = sender
+        with running(sender, collector):
             collector.wait_healthy()
             driver = Producers(GYM_JOB_ID, outside, PRODUCERS, ROUNDS, self.host)
             late = Producers(GYM_JOB_ID, outside, (LATE_PRODUCER,), ROUNDS, self.host)
@@ -263,8 +268,12 @@ class Life:
             if kill:
                 time.sleep(KILL_AFTER_SECONDS)
                 collector.kill()
+                if sender:
+                    sender.kill()
                 run.exit_code = collector.process.returncode
             else:
+                if sender:
+                    sender.stop()
                 run.exit_code = collector.stop()
                 run.exit_seconds = collector.exit_seconds
         if not kill:
