@@ -39,7 +39,7 @@ from .._common.constants import (
     SIGNALS,
 )
 from .._common.hosts import host_port
-from .._render.job_files import FILES_MARK, WITH_DRAIN, WITHOUT_DRAIN
+from .._render.job_files import COMPANION_NAMES, FILES_MARK, WITH_DRAIN, WITHOUT_DRAIN
 from .._render.rendering import bench_dir_argument, check_render_inputs, collector_config_path
 from .._submit.config import SubmitConfig
 from .._templating.catalogue import STEP_DIR
@@ -315,6 +315,7 @@ def collector_step_script(
         "scrape_jobs": step.scrape_jobs,
         "files_mark": step.files_mark,
         "with_drain": WITH_DRAIN,
+        "companions": [otel_dir / name for name in COMPANION_NAMES],
         "without_drain": WITHOUT_DRAIN,
         "drain": {
             "name": step.drain_name,
