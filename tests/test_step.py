@@ -419,12 +419,15 @@ def _break_drain_missing(otel_dir: Path) -> None:
     (otel_dir / "drain.yaml").unlink()
 
 
-def _break_drain_of_another_rendering(otel_dir: Path) -> None:
-    drain = otel_dir / "drain.yaml"
-    lines = drain.read_text("utf-8").splitlines(keepends=True)
-    drain.write_text(
+def _mark_of_another_rendering(path: Path) -> None:
+    lines = path.read_text("utf-8").splitlines(keepends=True)
+    path.write_text(
         "".join(lines[:-1]) + "# nemo-gym-otel files 0000000000000000 with drain.yaml\n"
     )
+
+
+def _break_drain_of_another_rendering(otel_dir: Path) -> None:
+    _mark_of_another_rendering(otel_dir / "drain.yaml")
 
 
 def _break_ingest_missing(otel_dir: Path) -> None:
@@ -432,11 +435,7 @@ def _break_ingest_missing(otel_dir: Path) -> None:
 
 
 def _break_sender_of_another_rendering(otel_dir: Path) -> None:
-    sender = otel_dir / "sender.yaml"
-    lines = sender.read_text("utf-8").splitlines(keepends=True)
-    sender.write_text(
-        "".join(lines[:-1]) + "# nemo-gym-otel files 0000000000000000 with drain.yaml\n"
-    )
+    _mark_of_another_rendering(otel_dir / "sender.yaml")
 
 
 def _break_mark_cut(otel_dir: Path) -> None:
