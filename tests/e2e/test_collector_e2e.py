@@ -77,9 +77,11 @@ def test_hostile_names_arrive_as_written(tmp_path: Path, line: str) -> None:
     assert sorted(p.name for p in result.otel_dir.iterdir()) == [
         "collector.yaml",
         "drain.yaml",
+        "ingest.yaml",  # what the collector runs beside the sender
         f"logs{files}",
         f"metrics{files}",
         "queue",  # the backend's disk queue, under a hostile job directory too
+        "sender.yaml",
         "targets",
         f"traces{files}",
     ]

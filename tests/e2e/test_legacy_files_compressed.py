@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from support import helpers
-from support.e2e_job import TOKEN_ENV, Collector, running
+from support.e2e_job import TOKEN_ENV, StepCollector, running
 from support.e2e_life import Life
 from support.e2e_otlp import post_json
 from support.otelcol import collector_binary
@@ -61,7 +61,7 @@ def test_every_record_is_read_back_from_the_compressed_files(tmp_path: Path) -> 
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), TOKEN_ENV: life.token}
     env["SLURM_JOB_ID"] = "4242"
     try:
-        collector = Collector(
+        collector = StepCollector(
             life.binary, life.config_path, env, life.job_dir, tmp_path / "c.log", HOST
         )
         life.prepare_files()  # as the step's start does, before the collector

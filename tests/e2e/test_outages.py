@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 from support import helpers
-from support.e2e_job import TOKEN_ENV, Collector, running
+from support.e2e_job import TOKEN_ENV, StepCollector, running
 from support.e2e_life import FAULTS, Life
 from support.e2e_otlp import SIGNALS, post_json
 from support.e2e_tally import assert_holds_exactly, at_backend, found, in_files, sent
@@ -178,7 +178,7 @@ def test_a_full_disk_queue_refuses_the_newest_and_counts_it(line: str, tmp_path:
     env["SLURM_JOB_ID"] = "4242"
     try:
         life.proxy.start_outage()
-        collector = Collector(
+        collector = StepCollector(
             life.binary, life.config_path, env, life.job_dir, tmp_path / "c.log", host
         )
         with running(collector):

@@ -9,6 +9,8 @@ as the job step starts them (``support/e2e_job.start_collector``), a backend tha
 - 503 with ``Retry-After: 30`` and the job's stop during the delay: the stop kills the sender,
   which holds the request, within its bound, and the collector's TERM is not held by the delay;
   the files hold everything accepted, and no request reached the backend inside the delay;
+- the stop's drain against 503 with ``Retry-After: 30``: nothing reaches the backend inside the
+  delay, and its TERM, inside the delay, ends within the drain's hop bound;
 - the stop's drain against 429 with ``Retry-After: 3``: the same timing, and what the stop left
   queued arrives exactly once.
 """
@@ -23,12 +25,16 @@ from pathlib import Path
 import pytest
 from support import helpers
 from support.e2e_backend import Arrival
-from support.e2e_job import running, start_collector, wait_for
+from support.e2e_job import StepCollector, running, wait_for
 from support.e2e_life import Life
 from support.e2e_otlp import post_json, read_signal
 from support.otelcol import collector_binary
 
-from nemo_gym.orchestration.executors.otel._common.constants import SENDER_STOP_SECONDS
+from nemo_gym.orchestration.executors.otel._common.constants import (
+    DRAIN_HOP_TIMEOUT_SECONDS,
+    DRAIN_SECONDS,
+    SENDER_STOP_SECONDS,
+)
 
 pytestmark = pytest.mark.collector
 
@@ -87,11 +93,12 @@ def test_retry_after_is_honoured_by_the_job_and_by_the_drain(line: str, tmp_path
     life.prepare_files()
     proxy = life.proxy
     try:
-        sender, collector = start_collector(
+        collector = StepCollector(
             life.binary, life.config_path, env, life.job_dir, outside / "collector.log", host
         )
+        sender = collector.sender
         assert sender is not None, "the default rendering runs the backend path as the sender"
-        with running(sender, collector):
+        with running(collector):
             collector.wait_healthy()
             # 429, Retry-After: 3, for 7 s: the request waits, is refused again, then taken.
             began = proxy.push_back(429, RETRY_AFTER, 7)
@@ -115,8 +122,7 @@ def test_retry_after_is_honoured_by_the_job_and_by_the_drain(line: str, tmp_path
             )
             time.sleep(2)  # well inside the delay
             termed = time.monotonic()
-            sender.stop()
-            collector_status = collector.stop()
+            collector_status = collector.stop()  # the sender first, as the step's stop
             stop_seconds = time.monotonic() - termed
             arrivals = list(proxy.arrivals["logs"][seen:])
             timeline = _timeline(arrivals, began)
@@ -133,6 +139,19 @@ def test_retry_after_is_honoured_by_the_job_and_by_the_drain(line: str, tmp_path
             assert not _inside_delays(arrivals, LONG_RETRY_AFTER), timeline
         files = _bodies(read_signal(life.otel_dir, "logs"))
         assert {b: files[b] for b in first | second} == dict.fromkeys(first | second, 1)
+
+        # The stop's drain against 503 with Retry-After: 30: it runs its bound, its TERM comes
+        # inside the delay and ends within the hop's bound, and nothing reaches the backend.
+        seen = len(proxy.arrivals["logs"])
+        began = proxy.push_back(503, LONG_RETRY_AFTER, 600)
+        assert life.stop_drain(env, outside / "drain-held.log") == 0
+        drain_seconds = time.monotonic() - began
+        arrivals = list(proxy.arrivals["logs"][seen:])
+        timeline = _timeline(arrivals, began)
+        print(f"{line} drain, 503 Retry-After {LONG_RETRY_AFTER}: {drain_seconds:.2f}s; {timeline}")
+        assert any(a.pushed_back for a in arrivals), timeline
+        assert not _inside_delays(arrivals, LONG_RETRY_AFTER), timeline
+        assert drain_seconds < DRAIN_SECONDS + DRAIN_HOP_TIMEOUT_SECONDS + 5
 
         # The stop's drain, against 429 with Retry-After: 3 for 2.5 s.
         seen = len(proxy.arrivals["logs"])

@@ -410,35 +410,57 @@ class Sender(Collector):
         return self.process.returncode
 
 
-def start_collector(
-    binary: Path,
-    config_path: Path,
-    env: dict[str, str],
-    cwd: Path,
-    log_path: Path,
-    host: str = "localhost",
-) -> tuple[Sender | None, Collector]:
-    """The job step's start: with ``sender.yaml`` beside the config, the sender first (up once
-    its receiver answers), then the collector from ``ingest.yaml``; else the collector from the
-    config. Both log to ``log_path`` and are running when this returns; the caller stops them,
-    the sender first."""
-    otel_dir = config_path.parent
-    sender = None
-    if (otel_dir / SENDER_CONFIG_NAME).exists():
-        sender = Sender(binary, otel_dir, env, cwd, log_path)
+class StepCollector:
+    """The job's collector as the job step runs it: with ``sender.yaml`` beside the config, the
+    sender first (up once its receiver answers), then the collector from ``ingest.yaml``; else
+    the collector from the config. Stopped the sender first, as the step's stop does. Takes and
+    answers like :class:`Collector` (``process``, ``exit_seconds``: the collector's)."""
+
+    def __init__(
+        self,
+        binary: Path,
+        config_path: Path,
+        env: dict[str, str],
+        cwd: Path,
+        log_path: Path,
+        host: str = "localhost",
+    ) -> None:
+        otel_dir = config_path.parent
+        self.sender: Sender | None = None
+        if (otel_dir / SENDER_CONFIG_NAME).exists():
+            self.sender = Sender(binary, otel_dir, env, cwd, log_path)
+            try:
+                self.sender.wait_healthy()
+            except BaseException:
+                self.sender.kill()
+                raise
+            config_path = otel_dir / INGEST_CONFIG_NAME
         try:
-            sender.wait_healthy()
+            self.collector = Collector(binary, config_path, env, cwd, log_path, host)
         except BaseException:
-            sender.kill()
+            if self.sender:
+                self.sender.kill()
             raise
-        config_path = otel_dir / INGEST_CONFIG_NAME
-    try:
-        collector = Collector(binary, config_path, env, cwd, log_path, host)
-    except BaseException:
-        if sender:
-            sender.kill()
-        raise
-    return sender, collector
+        self.process = self.collector.process
+        self.log_path = log_path
+
+    @property
+    def exit_seconds(self) -> float | None:
+        return self.collector.exit_seconds
+
+    def wait_healthy(self) -> None:
+        self.collector.wait_healthy()
+
+    def stop(self) -> int:
+        """The sender (TERM, killed after ``SENDER_STOP_SECONDS``), then the collector's stop."""
+        if self.sender:
+            self.sender.stop()
+        return self.collector.stop()
+
+    def kill(self) -> None:
+        self.collector.kill()
+        if self.sender:
+            self.sender.kill()
 
 
 def _producer_env(gym_job_id: str, service_name: str, host: str) -> dict[str, str]:
@@ -608,11 +630,9 @@ def run_job(
         )
         if proxy and during_outage:
             proxy.start_outage()
-        sender, collector = start_collector(
-            binary, config_path, env, job_dir, outside / "collector.log"
-        )
-        result.sender = sender
-        with running(sender, collector):
+        collector = StepCollector(binary, config_path, env, job_dir, outside / "collector.log")
+        result.sender = collector.sender
+        with running(collector):
             collector.wait_healthy()
             model.serve(requests=40, prompt_tokens=12_000, running=3)
             producers = Producers(job.gym_job_id, outside)
@@ -642,8 +662,6 @@ def run_job(
                 )
             # As the executor: one more scrape interval after the producers finished, then TERM.
             time.sleep(GRACE_SECONDS)
-            if sender:
-                sender.stop()
             result.exit_code = collector.stop()
         result.drain_exit_code = stop_drain(
             binary, config_path.parent, env, job_dir, outside / "drain.log"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .e2e_job import Collector, _producer_env, running, wait_for
+from .e2e_job import StepCollector, _producer_env, running, wait_for
 from .e2e_life import GYM_JOB_ID, Life
 from .e2e_otlp import SIGNALS, frozen
 
@@ -152,7 +152,7 @@ def push_through_the_stop(life: Life) -> JobEnd:
     env = life.collector_env(outside)
     log_path = outside / "collector.log"
     life.prepare_files()
-    collector = Collector(life.binary, life.config_path, env, life.job_dir, log_path, life.host)
+    collector = StepCollector(life.binary, life.config_path, env, life.job_dir, log_path, life.host)
     pushers: Pushers | None = None
     with running(collector):
         collector.wait_healthy()

@@ -46,9 +46,9 @@ from .e2e_job import (
     Producer,
     Producers,
     Sender,
+    StepCollector,
     collector_release,
     running,
-    start_collector,
     stop_drain,
     wait_for,
 )
@@ -150,6 +150,7 @@ class Run:
     log: str = ""  # the collector's output
     files: dict[str, list[Any]] = field(default_factory=dict)  # the job's files once it exited
     sender: Sender | None = None  # the backend path's own process (a disk queue only)
+    sender_listening: set[tuple[str, int]] = field(default_factory=set)
 
 
 class Life:
@@ -234,17 +235,19 @@ class Life:
         env = self.collector_env(outside)
         log_path = outside / "collector.log"
         self.prepare_files()
-        sender, collector = start_collector(
+        collector = StepCollector(
             self.binary, self.config_path, env, self.job_dir, log_path, self.host
         )
-        run.sender = sender
-        with running(sender, collector):
+        run.sender = collector.sender
+        with running(collector):
             collector.wait_healthy()
             driver = Producers(GYM_JOB_ID, outside, PRODUCERS, ROUNDS, self.host)
             late = Producers(GYM_JOB_ID, outside, (LATE_PRODUCER,), ROUNDS, self.host)
             with running(driver, late):
                 ready = {**driver.wait_ready(), **late.wait_ready()}
                 run.listening = listening_ports(collector.process.pid)
+                if collector.sender:
+                    run.sender_listening = listening_ports(collector.sender.process.pid)
                 if fault:
                     wait_for(
                         lambda: self._backend_holds(ready), 60, "the backend to hold the rounds"
@@ -268,12 +271,8 @@ class Life:
             if kill:
                 time.sleep(KILL_AFTER_SECONDS)
                 collector.kill()
-                if sender:
-                    sender.kill()
                 run.exit_code = collector.process.returncode
             else:
-                if sender:
-                    sender.stop()
                 run.exit_code = collector.stop()
                 run.exit_seconds = collector.exit_seconds
         if not kill:
