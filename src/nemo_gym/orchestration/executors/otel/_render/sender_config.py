@@ -18,7 +18,8 @@ sender's receiver on the hop's loopback address). The stop ends the sender first
 when it does not exit at once: whatever it had not delivered was not acknowledged, so it is still
 in the disk queue, which the collector's TERM keeps and the stop's drain sends. The two cuts are
 together exactly the checked config (``collector.yaml``, which stays the rendering to read and a
-config one collector can run); the sender binds no port but the hop's, and neither cut is the
+config one collector can run, as the benchmarks do: its TERM then waits for the backend's delay,
+up to the hop's timeout); the sender binds no port but the hop's, and neither cut is the
 token's business beyond what the checked config allowed: the ingest cut holds no reference to it.
 """
 
