@@ -83,6 +83,8 @@ def test_render_writes_the_checked_config_and_prints_its_path(example: Path, job
         "runs/gym-demo/aime25/otel",
         "runs/gym-demo/aime25/otel/collector.yaml",
         "runs/gym-demo/aime25/otel/drain.yaml",  # the backend's queue is on disk
+        "runs/gym-demo/aime25/otel/ingest.yaml",  # and the step runs its backend path apart
+        "runs/gym-demo/aime25/otel/sender.yaml",
     }, "the atomic write leaves no temporary file behind"
     text = target.read_text(encoding="utf-8")
     first, second = text.splitlines()[:2]

@@ -138,8 +138,15 @@ def test_rendered_config_meets_the_contract(line: str, combination: str, text: s
         backend = exporters[f"{otlp_http_type}/backend"]
         assert backend["endpoint"] == "https://otlp.observability.example.internal"
         assert backend["headers"] == {"Authorization": "Bearer ${env:OTEL_TOKEN}"}
-        # One attempt per request the hop hands over: the disk queue retries, not this one.
-        assert backend["retry_on_failure"] == {"enabled": False}
+        # It retries while the hop's request lasts, and waits out a backend's Retry-After
+        # (which the hop could not hand back to the queue); no time limit of its own: the hop's
+        # timeout bounds it.
+        assert backend["retry_on_failure"] == {
+            "enabled": True,
+            "initial_interval": "1s",
+            "max_interval": "30s",
+            "max_elapsed_time": "0s",
+        }
         assert backend["sending_queue"] == {"enabled": False}
         _check_disk_queue(config, hop, helpers.job_dir(CONFIG, "aime25"))
 

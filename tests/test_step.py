@@ -157,18 +157,20 @@ def test_fragment_passes_hostile_paths_as_single_words(
         f"set -euo pipefail\n{fragment}\notel_collector_start || echo rc=$?", cwd=tmp_path, env=env
     )
     assert "rc=1" in result.stdout
+    # The sender (the backend path behind the disk queue) is the first step the start runs.
     assert result.stderr.strip().endswith(
-        "exited (status 3) before it was healthy; "
+        "the sender exited (status 3) before its receiver answered; "
         f"{job_dir}/otel/collector.log: Error: invalid configuration: no_such_section"
     ), result.stderr
     args = (tmp_path / "srun-args").read_text(encoding="utf-8").splitlines()
-    # The disk budget's queue size (see _step/disk_budget.py) is a second config, merged last.
-    assert args[-3:] == [
-        f"--config=file:{job_dir}/otel/collector.yaml",
-        "--feature-gates=exporter.file.nativeCompression",
-        f"--config=file:{job_dir}/otel/queue-budget.yaml",
+    assert args[-2:] == [
+        str(bin_dir / "otelcol-contrib"),
+        f"--config=file:{job_dir}/otel/sender.yaml",
     ]
-    assert args[:-4] == [*collector_step(config, "aime25", job_dir).srun_options]
+    options = collector_step(config, "aime25", job_dir).srun_options
+    assert args[:-2] == [
+        "--job-name=otel_collector_sender" if o.startswith("--job-name=") else o for o in options
+    ]
     assert not list(tmp_path.rglob("PWNED*"))
     assert (job_dir / "otel" / "collector.log").exists()
     # Set aside before srun ran, under the hostile path too (see _step/fresh_files.py).
@@ -417,12 +419,23 @@ def _break_drain_missing(otel_dir: Path) -> None:
     (otel_dir / "drain.yaml").unlink()
 
 
-def _break_drain_of_another_rendering(otel_dir: Path) -> None:
-    drain = otel_dir / "drain.yaml"
-    lines = drain.read_text("utf-8").splitlines(keepends=True)
-    drain.write_text(
+def _mark_of_another_rendering(path: Path) -> None:
+    lines = path.read_text("utf-8").splitlines(keepends=True)
+    path.write_text(
         "".join(lines[:-1]) + "# nemo-gym-otel files 0000000000000000 with drain.yaml\n"
     )
+
+
+def _break_drain_of_another_rendering(otel_dir: Path) -> None:
+    _mark_of_another_rendering(otel_dir / "drain.yaml")
+
+
+def _break_ingest_missing(otel_dir: Path) -> None:
+    (otel_dir / "ingest.yaml").unlink()
+
+
+def _break_sender_of_another_rendering(otel_dir: Path) -> None:
+    _mark_of_another_rendering(otel_dir / "sender.yaml")
 
 
 def _break_mark_cut(otel_dir: Path) -> None:
@@ -445,8 +458,18 @@ def _break_stale_drain(otel_dir: Path) -> None:
         _break_drain_of_another_rendering,
         _break_mark_cut,
         _break_stale_drain,
+        _break_ingest_missing,
+        _break_sender_of_another_rendering,
     ],
-    ids=["written-together", "drain-missing", "drain-of-another", "mark-cut", "stale-drain"],
+    ids=[
+        "written-together",
+        "drain-missing",
+        "drain-of-another",
+        "mark-cut",
+        "stale-drain",
+        "ingest-missing",
+        "sender-of-another",
+    ],
 )
 def test_start_runs_only_a_pair_written_together(
     example_mapping: dict, tmp_path: Path, breaking: object
@@ -463,7 +486,7 @@ def test_start_runs_only_a_pair_written_together(
     assert len(lines) == 1, result.stderr
     if breaking is None:  # the check passed: srun ran (the stub exits at once)
         assert (tmp_path / "srun-ran").exists(), result.stderr
-        assert "exited (status 0) before it was healthy" in lines[0], lines[0]
+        assert "the sender exited (status 0) before its receiver answered" in lines[0], lines[0]
     else:
         assert "were not written together" in lines[0], lines[0]
         assert not (tmp_path / "srun-ran").exists()

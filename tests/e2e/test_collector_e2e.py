@@ -79,10 +79,12 @@ def test_hostile_names_arrive_as_written(tmp_path: Path, line: str) -> None:
         "collector.yaml",
         "disk-budget",  # the start's disk budget, and the queue's size within it
         "drain.yaml",
+        "ingest.yaml",  # what the collector runs beside the sender
         f"logs{files}",
         f"metrics{files}",
         "queue",  # the backend's disk queue, under a hostile job directory too
         "queue-budget.yaml",
+        "sender.yaml",
         "targets",
         f"traces{files}",
     ]

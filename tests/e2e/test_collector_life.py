@@ -164,8 +164,8 @@ def assert_stopped_in_time(run: Run, what: str) -> None:
 
 def test_binds_only_its_own_ports_while_8888_is_taken(lives: dict[str, Future[Life]]) -> None:
     """Every life started while 8888 was taken (the fixture checks it); the collector listens
-    on the SPEC's three ports on ``otel.listen_host``, with a disk queue on its hop's port too
-    (a loopback listen host's own), and nowhere else."""
+    on the SPEC's three ports on ``otel.listen_host`` and nowhere else; with a disk queue its
+    sender listens on the hop's port (a loopback listen host's own) and nowhere else."""
     for name, future in lives.items():
         life = future.result()
         in_memory = SCENARIO_OTEL.get(name, {}).get("backend_queue_megabytes", 1) is None
@@ -175,8 +175,8 @@ def test_binds_only_its_own_ports_while_8888_is_taken(lives: dict[str, Future[Li
                 (life.host, OTLP_GRPC_PORT),
                 (life.host, OTLP_HTTP_PORT),
                 (life.host, COLLECTOR_HEALTH_PORT),
-                *hop,
             }, f"{name}: the collector listens on {sorted(run.listening)}"
+            assert run.sender_listening == hop, f"{name}: the sender listens on {sorted(hop)}"
 
 
 def test_stop_sequence_delivers_everything_to_both_destinations(

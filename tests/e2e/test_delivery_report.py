@@ -44,8 +44,8 @@ from support import helpers
 from support.e2e_job import (
     PRODUCERS,
     TOKEN_ENV,
-    Collector,
     Producers,
+    StepCollector,
     running,
     wait_for,
 )
@@ -123,7 +123,7 @@ def run_job(life: Life, outage: bool, retry_window: bool = True) -> tuple[int, s
     collector's log and what the producers sent."""
     env = life.collector_env(life.tmp_path)
     log_path = life.tmp_path / "collector.log"
-    collector = Collector(life.binary, life.config_path, env, life.job_dir, log_path, life.host)
+    collector = StepCollector(life.binary, life.config_path, env, life.job_dir, log_path, life.host)
     with running(collector):
         collector.wait_healthy()
         driver = Producers(GYM_JOB_ID, life.tmp_path, PRODUCERS, 1, life.host)
@@ -306,7 +306,7 @@ def test_every_request_given_up_on_is_a_line_of_the_log(line: str, tmp_path: Pat
     log_path = tmp_path / "collector.log"
     total = BURST_REQUESTS * BURST_SPANS
     try:
-        collector = Collector(
+        collector = StepCollector(
             life.binary,
             life.config_path,
             life.collector_env(life.tmp_path),
@@ -350,7 +350,7 @@ def test_a_request_answered_after_the_attempts_bound_is_sent_again_and_counted(
     life = _life(line, tmp_path, "127.0.0.49" if line == "legacy" else "127.0.0.50", False)
     env = life.collector_env(life.tmp_path)
     log_path = life.tmp_path / "collector.log"
-    collector = Collector(life.binary, life.config_path, env, life.job_dir, log_path, life.host)
+    collector = StepCollector(life.binary, life.config_path, env, life.job_dir, log_path, life.host)
     try:
         with running(collector):
             collector.wait_healthy()

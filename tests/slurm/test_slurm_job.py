@@ -75,6 +75,8 @@ LAST_SECOND = 1.0
 # three-node cluster instead, on that cluster's worker (``conftest.py``): each cluster's tests
 # still run one after the other.
 ON_THREE_NODES = pytest.mark.xdist_group("slurm-three-nodes")
+# The backend path behind the disk queue, a step of its own (see _render/sender_config.py).
+SENDER_STEP = f"{COLLECTOR_SERVICE_NAME}_sender"
 
 
 def _on_three_nodes(request: pytest.FixtureRequest) -> bool:
@@ -167,6 +169,7 @@ def check_started_and_stopped(slurm: SlurmRun) -> Result:
     )
     assert slurm.stop_error == "", slurm.stop_error
     assert COLLECTOR_SERVICE_NAME not in slurm.steps_after_stop
+    assert SENDER_STEP not in slurm.steps_after_stop
     assert slurm.job_state == "COMPLETED", slurm.job_state
     assert slurm.result is not None
     return slurm.result
@@ -196,6 +199,7 @@ def check_failed_start(slurm: SlurmRun, status: str, *words: str) -> str:
     for word in words:
         assert word in lines[0], f"{word!r} not in {lines[0]!r}"
     assert COLLECTOR_SERVICE_NAME not in slurm.steps_after_start, slurm.steps_after_start
+    assert SENDER_STEP not in slurm.steps_after_start, slurm.steps_after_start
     assert slurm.result is None, "the job went on after a failed start"
     assert slurm.job_state == "COMPLETED", slurm.job_state
     check_token_hidden(slurm)
@@ -220,7 +224,9 @@ def test_collector_step_delivers_everything(
     """The whole life on the cluster: every e2e check, the job's end, the step, the token."""
     slurm = run(tmp_path, backend, proxy, scenario(f"life-{line}", token, line))
     result = check_started_and_stopped(slurm)
-    # The disk queue is the default: the stop ran the drain config as a step of its own.
+    # The disk queue is the default: the backend path ran as a step of its own (the sender),
+    # and the stop ran the drain config as another.
+    assert SENDER_STEP in slurm.steps_seen, sorted(slurm.steps_seen)
     assert f"{COLLECTOR_SERVICE_NAME}_drain" in slurm.steps_seen, sorted(slurm.steps_seen)
     check_run(result)  # prints what was sent and what arrived where
     check_job_end(result, destinations(result))
@@ -273,8 +279,9 @@ def _unknown_section_before_the_mark(text: str) -> str:
 def test_broken_config_fails_fast_naming_the_log(
     tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
 ) -> None:
-    """A collector.yaml broken after it was written: the collector exits, the start says so
-    (not a timeout) and names the log, whose last line says why."""
+    """The collector's config broken after it was written (ingest.yaml, what the step runs
+    beside a disk queue): the collector exits, the start says so (not a timeout), stops the
+    sender it started, and names the log, whose last line says why."""
     broken = scenario("broken-config", token, break_config=_unknown_section_before_the_mark)
     slurm = run(tmp_path, backend, proxy, broken)
     log = slurm.job_dir / "otel" / "collector.log"

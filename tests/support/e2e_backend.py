@@ -5,9 +5,10 @@ resource in it carries the ``Authorization`` attribute equal to the ingest token
 is counted as dropped and silently lost, exactly the failure the package exists to prevent. It
 records every ``Authorization`` header it sees, and can be switched to misbehave like a backend
 in trouble: answer 503 (an outage), refuse connections, accept requests and never answer (a
-black hole), or take a request and answer it only after the sender gave up on it (a slow
-backend, which at-least-once delivery must ask twice). Both listen on 127.0.0.1 on ports the
-kernel picks.
+black hole), take a request and answer it only after the sender gave up on it (a slow
+backend, which at-least-once delivery must ask twice), or push back: answer 429 or 503 with
+``Retry-After`` for a while (an overloaded backend), recording when every request arrived. Both
+listen on 127.0.0.1 on ports the kernel picks.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from __future__ import annotations
 import gzip
 import http.client
 import threading
+import time
 import zlib
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -36,7 +39,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from .e2e_otlp import TENANT_ATTRIBUTE, attributes_of, items_of, parse_otlp_json, resource_groups
+from .e2e_otlp import (
+    TENANT_ATTRIBUTE,
+    attributes_of,
+    items_of,
+    parse_otlp_json,
+    resource_groups,
+)
 from .e2e_services import LoopbackServer
 
 # OTLP/HTTP paths to (signal, request message, response message).
@@ -169,6 +178,16 @@ class OtlpBackend:
         self._server.close()
 
 
+@dataclass(frozen=True)
+class Arrival:
+    """A request as it reached the proxy: when (``time.monotonic``), the push-back status it
+    was answered (0: none), and its items (decoded, as ``items_of`` gives them)."""
+
+    at: float
+    pushed_back: int
+    items: tuple[Any, ...]
+
+
 class RoutingProxy:
     """The tenant-routing proxy in front of ``backend``: 200 always, forwards only tenant payloads."""
 
@@ -191,6 +210,8 @@ class RoutingProxy:
         self._late_pending: set[str] = set()  # signals whose next kept request is answered late
         self.late: dict[str, list[Any]] = {}  # signal -> the requests kept and answered late
         self.answered_late: Counter[str] = Counter()
+        self._push_back: tuple[int, int, float] | None = None  # status, Retry-After, until
+        self.arrivals: dict[str, list[Arrival]] = {}  # signal -> every request, in order
         self._server = LoopbackServer(otlp_handler(self._serve), host=host)
 
     @property
@@ -217,6 +238,14 @@ class RoutingProxy:
         with self._lock:
             self._black_hole = True
 
+    def push_back(self, status: int, retry_after: int, seconds: float) -> float:
+        """For ``seconds`` from now: every request answered ``status`` (429, 503) with
+        ``Retry-After: <retry_after>``; returns when that began (``time.monotonic``)."""
+        began = time.monotonic()
+        with self._lock:
+            self._push_back = (status, retry_after, began + seconds)
+        return began
+
     def answer_late(self, seconds: float, signals: tuple[str, ...]) -> None:
         """The next request of each of ``signals`` that the backend keeps is answered only after
         ``seconds`` (the backend has its items by then); the requests after it promptly."""
@@ -233,6 +262,24 @@ class RoutingProxy:
         if path not in ROUTES:
             return 404, "text/plain", b"unknown path"
         signal, request_type, response_type = ROUTES[path]
+        now = time.monotonic()
+        try:
+            items = tuple(
+                items_of(
+                    signal,
+                    resource_groups(signal, decode_body(handler.headers, body, request_type)),
+                )
+            )
+        except BadRequest:
+            items = ()
+        with self._lock:
+            push_back = self._push_back if self._push_back and now < self._push_back[2] else None
+            self.arrivals.setdefault(signal, []).append(
+                Arrival(now, push_back[0] if push_back else 0, items)
+            )
+        if push_back:
+            status, retry_after, _ = push_back
+            return status, "text/plain", b"slow down", {"Retry-After": str(retry_after)}
         if black_hole:
             with self._lock:
                 self.held[signal] += 1

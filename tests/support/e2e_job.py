@@ -46,6 +46,11 @@ from nemo_gym.orchestration.executors.otel import (
     driver_telemetry_env,
     write_collector_config,
 )
+from nemo_gym.orchestration.executors.otel._common.constants import (
+    INGEST_CONFIG_NAME,
+    SENDER_CONFIG_NAME,
+    SENDER_STOP_SECONDS,
+)
 from nemo_gym.orchestration.executors.otel._common.hosts import host_port
 from nemo_gym.orchestration.executors.otel._render.drain_config import feature_gate_arguments
 from nemo_gym.orchestration.executors.otel._step.drain import read_state
@@ -167,6 +172,7 @@ class Result:
     user: str = field(default_factory=getpass.getuser)
     slurm_job_id: str = SLURM_JOB_ID
     drain_exit_code: int | None = None  # the stop's drain (None: no disk queue)
+    sender: Sender | None = None  # the backend path's own process (None: no disk queue)
 
     def file_items(self, signal_name: str) -> list[Any]:
         return read_signal(self.otel_dir, signal_name)
@@ -340,7 +346,8 @@ class Collector:
         self._step = step
         self._env = env
         extra = start_step(step, env) if step else []
-        # Appended to: the step's start may have written its own lines there (see start_step).
+        # Appended to: the step's start may have written its own lines there (see start_step),
+        # and the sender appends to the same log, as in the step.
         self._log = log_path.open("ab")
         self.process = subprocess.Popen(
             [*command_prefix, *collector_command(binary, config_path), *extra],
@@ -392,6 +399,112 @@ class Collector:
             self.process.kill()
             self.process.wait(timeout=10)
         self._log.close()
+
+
+class Sender(Collector):
+    """The job step's sender (``sender.yaml``, the backend path behind the disk queue), started
+    before the collector and stopped before it, as the step does."""
+
+    def __init__(
+        self, binary: Path, otel_dir: Path, env: dict[str, str], cwd: Path, log_path: Path
+    ) -> None:
+        config_path = otel_dir / SENDER_CONFIG_NAME
+        document = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+        (receiver,) = document["receivers"].values()
+        self.address = receiver["protocols"]["http"]["endpoint"]
+        self.killed = False  # whether the stop had to kill it
+        super().__init__(binary, config_path, env, cwd, log_path)
+
+    def _answers(self) -> bool:
+        host, _, port = self.address.rpartition(":")
+        try:
+            with urllib.request.urlopen(f"http://{host}:{port}/", timeout=2):
+                return True
+        except urllib.error.HTTPError:
+            return True  # any answer: its receiver is up
+        except OSError:
+            return False
+
+    def wait_healthy(self) -> None:
+        def up() -> bool:
+            if self.process.poll() is not None:
+                pytest.fail(
+                    f"the sender exited with {self.process.returncode} before its receiver answered:\n{_tail(self.log_path)}"
+                )
+            return self._answers()
+
+        wait_for(up, HEALTH_TIMEOUT_SECONDS, f"the sender's receiver on {self.address}")
+
+    def stop(self) -> int:
+        """TERM, killed after SENDER_STOP_SECONDS as the step's stop does."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            termed = time.monotonic()
+            try:
+                self.process.wait(timeout=SENDER_STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.killed = True
+                self.process.kill()
+                self.process.wait(timeout=10)
+            self.exit_seconds = time.monotonic() - termed
+        self._log.close()
+        return self.process.returncode
+
+
+class StepCollector:
+    """The job's collector as the job step runs it: with ``sender.yaml`` beside the config, the
+    sender first (up once its receiver answers), then the collector from ``ingest.yaml``; else
+    the collector from the config. Stopped the sender first, as the step's stop does. Takes and
+    answers like :class:`Collector` (``process``, ``exit_seconds``: the collector's)."""
+
+    def __init__(
+        self,
+        binary: Path,
+        config_path: Path,
+        env: dict[str, str],
+        cwd: Path,
+        log_path: Path,
+        host: str = "localhost",
+        step: str | None = None,
+    ) -> None:
+        """``step``: the job's step fragment, whose start's preparations run first (see
+        :class:`Collector`)."""
+        otel_dir = config_path.parent
+        self.sender: Sender | None = None
+        if (otel_dir / SENDER_CONFIG_NAME).exists():
+            self.sender = Sender(binary, otel_dir, env, cwd, log_path)
+            try:
+                self.sender.wait_healthy()
+            except BaseException:
+                self.sender.kill()
+                raise
+            config_path = otel_dir / INGEST_CONFIG_NAME
+        try:
+            self.collector = Collector(binary, config_path, env, cwd, log_path, host, step=step)
+        except BaseException:
+            if self.sender:
+                self.sender.kill()
+            raise
+        self.process = self.collector.process
+        self.log_path = log_path
+
+    @property
+    def exit_seconds(self) -> float | None:
+        return self.collector.exit_seconds
+
+    def wait_healthy(self) -> None:
+        self.collector.wait_healthy()
+
+    def stop(self) -> int:
+        """The sender (TERM, killed after ``SENDER_STOP_SECONDS``), then the collector's stop."""
+        if self.sender:
+            self.sender.stop()
+        return self.collector.stop()
+
+    def kill(self) -> None:
+        self.collector.kill()
+        if self.sender:
+            self.sender.kill()
 
 
 def _producer_env(gym_job_id: str, service_name: str, host: str) -> dict[str, str]:
@@ -562,7 +675,10 @@ def run_job(
         if proxy and during_outage:
             proxy.start_outage()
         step = collector_step_script(config, job.benchmark, job_dir)
-        collector = Collector(binary, config_path, env, job_dir, result.collector_log, step=step)
+        collector = StepCollector(
+            binary, config_path, env, job_dir, result.collector_log, step=step
+        )
+        result.sender = collector.sender
         with running(collector):
             collector.wait_healthy()
             model.serve(requests=40, prompt_tokens=12_000, running=3)

@@ -48,9 +48,10 @@ from .e2e_job import (
     SERVICE_NAME,
     SLURM_JOB_ID,
     TOKEN_ENV,
-    Collector,
     Producer,
     Producers,
+    Sender,
+    StepCollector,
     collector_release,
     running,
     step_call,
@@ -160,6 +161,8 @@ class Run:
     listening: set[tuple[str, int]] = field(default_factory=set)
     log: str = ""  # the collector's output
     files: dict[str, list[Any]] = field(default_factory=dict)  # the job's files once it exited
+    sender: Sender | None = None  # the backend path's own process (a disk queue only)
+    sender_listening: set[tuple[str, int]] = field(default_factory=set)
 
 
 class Life:
@@ -273,6 +276,7 @@ class Life:
         env = self.collector_env(outside)
         log_path = outside / "collector.log"
         collector = self.collector(env, log_path)
+        run.sender = collector.sender
         with running(collector):
             collector.wait_healthy()
             driver = Producers(GYM_JOB_ID, outside, PRODUCERS, ROUNDS, self.host)
@@ -280,6 +284,8 @@ class Life:
             with running(driver, late):
                 ready = {**driver.wait_ready(), **late.wait_ready()}
                 run.listening = listening_ports(collector.process.pid)
+                if collector.sender:
+                    run.sender_listening = listening_ports(collector.sender.process.pid)
                 if fault:
                     wait_for(
                         lambda: self._backend_holds(ready), 60, "the backend to hold the rounds"
@@ -321,9 +327,10 @@ class Life:
         """Run one function of this job's step fragment, as the job step runs it."""
         step_call(self.step_script(), {**os.environ, "SLURM_JOB_ID": SLURM_JOB_ID}, function)
 
-    def collector(self, env: dict[str, str], log_path: Path) -> Collector:
-        """The collector started as the job step's start starts it (``e2e_job.start_step``)."""
-        return Collector(
+    def collector(self, env: dict[str, str], log_path: Path) -> StepCollector:
+        """The collector started as the job step's start starts it (``e2e_job.start_step``),
+        its sender first where the job has one."""
+        return StepCollector(
             self.binary,
             self.config_path,
             env,

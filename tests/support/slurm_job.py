@@ -26,6 +26,7 @@ from nemo_gym.orchestration.executors.otel import (
     merged_driver_env,
     write_collector_config,
 )
+from nemo_gym.orchestration.executors.otel._common.constants import INGEST_CONFIG_NAME
 
 from .e2e_backend import OtlpBackend, RoutingProxy
 from .e2e_job import TOKEN_ENV, Job, Result, _require_free, free_ports
@@ -170,7 +171,11 @@ def run_slurm_job(
     # As the executor: the config is written first, then the fragment runs the step from it.
     config_path = write_collector_config(config, job.benchmark, job_dir)
     if scenario.break_config is not None:
-        config_path.write_text(scenario.break_config(config_path.read_text("utf-8")), "utf-8")
+        # The config the collector's step runs: ingest.yaml beside a disk queue (the sender
+        # runs the backend path), else collector.yaml.
+        runs = config_path.with_name(INGEST_CONFIG_NAME)
+        runs = runs if runs.exists() else config_path
+        runs.write_text(scenario.break_config(runs.read_text("utf-8")), "utf-8")
     step = collector_step(config, job.benchmark, str(job_dir))
     (work / "collector-step.sh").write_text(
         collector_step_script(config, job.benchmark, str(job_dir)), "utf-8"

@@ -12,6 +12,18 @@ COLLECTOR_CONFIG_NAME = "collector.yaml"
 # Beside it when the backend's queue is on disk: the config that sends what the queue still
 # holds (the stop runs it after the collector; `nemo-gym-otel drain` later).
 DRAIN_CONFIG_NAME = "drain.yaml"
+# Beside them too: what the job step runs instead of collector.yaml when the backend's queue is on
+# disk, the job's collector without the backend path, and that path in a process of its own (the
+# sender, which honours the backend's Retry-After; see _render/sender_config.py).
+INGEST_CONFIG_NAME = "ingest.yaml"
+SENDER_CONFIG_NAME = "sender.yaml"
+# How long the stop waits for the sender to exit on TERM before it kills it: a sender waiting out
+# a backend's Retry-After holds its TERM that long; what it had not delivered is still queued.
+SENDER_STOP_SECONDS = 5
+# The drain is one process (queue, hop and backend path): its TERM waits for the hop's requests,
+# which wait out the backend's Retry-After. Its hop's timeout bounds that, inside
+# SHUTDOWN_WAIT_SECONDS (the job's hop waits 120s: the sender holds the wait there).
+DRAIN_HOP_TIMEOUT_SECONDS = 15
 # How long at most the stop runs the drain config once it is healthy: a stop's remainder (the
 # last second's batch) takes a healthy backend a second or two. The stop ends the drain sooner,
 # once two readings in a row of its queues (DRAIN_METRICS_PORT) find them empty, unless the

@@ -443,7 +443,11 @@ def signal_report(
     refused = total(f"receiver_refused_{unit}", outside) + total(f"receiver_failed_{unit}", outside)
     files_sent = total(f"exporter_sent_{unit}", to_files)
     files_failed = failed(to_files)
-    has_backend = any(to_backend(dict(attrs)) for reading in lives for (_, attrs) in reading.series)
+    # A disk queue exists for the backend alone; its backend exporter, behind the hop, reports
+    # its requests only once they end, which during an outage they may never do.
+    has_backend = queue is not None or any(
+        to_backend(dict(attrs)) for reading in lives for (_, attrs) in reading.series
+    )
     backend_sent = total(f"exporter_sent_{unit}", to_backend)
     # With the disk queue, the backend exporter's failures are attempts the queue retries.
     backend_failed = failed(to_queue if queue else to_backend)

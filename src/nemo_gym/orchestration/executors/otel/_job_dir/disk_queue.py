@@ -32,6 +32,7 @@ from .._common.constants import COLLECTOR_CONFIG_NAME, DRAIN_RECORD_NAME
 from .._common.errors import JobDirError
 from .._common.text_file import bounded_lines
 from .._common.yaml_loader import parse_yaml
+from .._step.drain import backend_exporters
 from .collector_log import CollectorLog
 from .json_values import UnexpectedJson, parsed, whole_number
 from .signal_file import LINE_LIMIT_BYTES, open_job_file
@@ -147,5 +148,8 @@ def read_disk_queue(otel_dir: Path, log: CollectorLog | None) -> DiskQueue | Non
     queue = DiskQueue(frozenset(hops), frozenset(hops.values()))
     queue.drains = _drain_records(otel_dir / DRAIN_RECORD_NAME)
     if log:
-        queue.retried_in_log = log.retried_after_timeout(queue.exporters)
+        # A request is sent again after a timeout by the backend exporter behind the hop (it
+        # retries itself, see _render/sender_config.py) or by the queue, when the hop gave up.
+        resent = queue.exporters | backend_exporters(config)
+        queue.retried_in_log = log.retried_after_timeout(resent)
     return queue

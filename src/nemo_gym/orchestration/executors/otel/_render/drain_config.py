@@ -19,7 +19,9 @@ files, a pipeline writing that receiver's metrics there the same way. Only the d
 delivery report arrives there, when the job pushes one: the readings are sent to this receiver
 instead of the job's OTLP/HTTP port. No scrape, no connector. The drain also serves its own
 metrics on the hop's loopback host at ``DRAIN_METRICS_PORT``: the stop ends it once they say its
-queues are empty, rather than after a fixed time.
+queues are empty, rather than after a fixed time. Its hop waits at most
+``DRAIN_HOP_TIMEOUT_SECONDS`` for the backend path (the job's waits longer, see
+:mod:`.sender_config`): the drain is one process, whose TERM waits for its hop's requests.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from .._checks.graph import (
     signal_of,
 )
 from .._checks.hops import disk_hops
-from .._common.constants import DRAIN_METRICS_PORT, DRAIN_RECEIVER_PORT
+from .._common.constants import DRAIN_HOP_TIMEOUT_SECONDS, DRAIN_METRICS_PORT, DRAIN_RECEIVER_PORT
 from .._common.hosts import host_port
 from .._templating.file_compression import gate_arguments
 
@@ -94,7 +96,21 @@ def drain_document(config: Mapping[str, Any]) -> dict[str, Any] | None:
     service["telemetry"] = _queue_sizes_served(telemetry, hop_host)
     service["pipelines"] = kept
     document["service"] = service
+    _hop_wait_bounded(document, hops)
     return document
+
+
+def _hop_wait_bounded(document: dict[str, Any], hops: Mapping[str, str]) -> None:
+    """The drain runs the backend path in its own process, behind the hop: a TERM waits for the
+    hop's requests, which wait for the backend exporter's retries (a backend's Retry-After, a
+    backend that never answers). Each hop request is bounded by ``DRAIN_HOP_TIMEOUT_SECONDS``,
+    so the stop's TERM of the drain ends within ``SHUTDOWN_WAIT_SECONDS``; a Retry-After longer
+    than that is cut short there (the queue asks again after its back-off)."""
+    exporters = document.get("exporters")
+    for exporter in hops:
+        body = exporters.get(exporter) if isinstance(exporters, dict) else None
+        if isinstance(body, Mapping):
+            exporters[exporter] = {**body, "timeout": f"{DRAIN_HOP_TIMEOUT_SECONDS}s"}
 
 
 def _fed_by_drain(

@@ -20,17 +20,24 @@ rename), but a file copied or edited by hand that lost its end is refused too.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+
+from .._common.constants import DRAIN_CONFIG_NAME, INGEST_CONFIG_NAME, SENDER_CONFIG_NAME
 
 FILES_MARK = "# nemo-gym-otel files "
 WITH_DRAIN = " with drain.yaml"
 WITHOUT_DRAIN = " without drain.yaml"
+# "with drain.yaml" stands for all of them: a rendering with a disk queue writes each, one
+# without writes none (the job step runs ingest.yaml and sender.yaml then, see _render/sender_config.py).
+COMPANION_NAMES = (DRAIN_CONFIG_NAME, INGEST_CONFIG_NAME, SENDER_CONFIG_NAME)
 
 
-def marked(text: str, drain: str | None) -> tuple[str, str | None]:
-    """``collector.yaml``'s text and ``drain.yaml``'s (None: none), each ending in the mark."""
-    both = f"{text}\0{drain}" if drain is not None else text
-    files = FILES_MARK + hashlib.sha256(both.encode("utf-8")).hexdigest()[:16]
-    if drain is None:
+def marked(text: str, companions: Mapping[str, str] | None) -> tuple[str, dict[str, str] | None]:
+    """``collector.yaml``'s text and its companions' (name -> text; None: none), each ending in
+    the mark."""
+    parts = [text, *(companions[name] for name in sorted(companions))] if companions else [text]
+    files = FILES_MARK + hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:16]
+    if companions is None:
         return f"{text}{files}{WITHOUT_DRAIN}\n", None
     mark = f"{files}{WITH_DRAIN}\n"
-    return text + mark, drain + mark
+    return text + mark, {name: body + mark for name, body in companions.items()}

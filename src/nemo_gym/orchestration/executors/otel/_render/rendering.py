@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -16,7 +16,13 @@ from typing import Any
 from .._checks.collector_config import check_collector_config
 from .._checks.tenant import TenantPolicy
 from .._common.atomic_file import write_together
-from .._common.constants import COLLECTOR_CONFIG_NAME, COLLECTOR_DIR, DRAIN_CONFIG_NAME
+from .._common.constants import (
+    COLLECTOR_CONFIG_NAME,
+    COLLECTOR_DIR,
+    DRAIN_CONFIG_NAME,
+    INGEST_CONFIG_NAME,
+    SENDER_CONFIG_NAME,
+)
 from .._common.errors import (
     CollectorConfigError,
     CollectorConfigWarning,
@@ -36,7 +42,8 @@ from .._templating.catalogue import Line, search_path, template_set
 from .._templating.context import check_scrape_paths, checked, template_context
 from .._templating.environment import render_template
 from .drain_config import drain_document
-from .job_files import marked
+from .job_files import COMPANION_NAMES, marked
+from .sender_config import split_documents
 
 
 def collector_config_path(remote_bench_dir: str | os.PathLike[str]) -> Path:
@@ -131,8 +138,6 @@ def checked_rendering(rendering: Rendering) -> tuple[Any, list[Violation]]:
 def checked_drain_text(rendering: Rendering, parsed: Any) -> str | None:
     """The drain config cut from a checked rendering (see :mod:`.drain_config`), checked by
     the same rules; None when its backend queue is not on disk."""
-    import yaml
-
     document = drain_document(parsed)
     if document is None:
         return None
@@ -141,14 +146,46 @@ def checked_drain_text(rendering: Rendering, parsed: Any) -> str | None:
         check_collector_config(document, rendering.line, source, rendering.policy)
     except CollectorConfigError as exc:
         raise CollectorConfigError(exc.violations, f"{source} ({rendering.origin})") from None
-    header = (
+    return _dumped(
         f"# The drain config of {COLLECTOR_CONFIG_NAME} beside it, cut from it by nemo-gym-otel: "
         "its backend path alone,\n# reading what the disk queue holds. Re-render instead of "
-        "editing it.\n"
+        "editing it.\n",
+        document,
     )
+
+
+def companion_texts(rendering: Rendering, parsed: Any) -> dict[str, str] | None:
+    """The files a checked rendering with a disk queue gets beside ``collector.yaml``: the
+    drain config, and the two processes the job step runs instead of it (see
+    :mod:`.sender_config`); None when its backend queue is not on disk."""
+    drain = checked_drain_text(rendering, parsed)
+    split = split_documents(parsed)
+    if drain is None or split is None:
+        return None
+    ingest, sender = split
+    return {
+        DRAIN_CONFIG_NAME: drain,
+        INGEST_CONFIG_NAME: _dumped(
+            f"# What the job step's collector runs of {COLLECTOR_CONFIG_NAME} beside it, cut from "
+            f"it by nemo-gym-otel:\n# all but the backend path, which {SENDER_CONFIG_NAME} "
+            "runs. Re-render instead of editing it.\n",
+            ingest,
+        ),
+        SENDER_CONFIG_NAME: _dumped(
+            f"# The backend path of {COLLECTOR_CONFIG_NAME} beside it, cut from it by "
+            "nemo-gym-otel: the job step's\n# sender, fed by the disk queue. Re-render instead "
+            "of editing it.\n",
+            sender,
+        ),
+    }
+
+
+def _dumped(header: str, document: Any) -> str:
+    import yaml
+
     # libyaml's emitter where PyYAML has it (about a tenth of the pure-Python one's time, the
     # same text for every golden rendering), fed events straight from the plain tree (see
-    # :mod:`.._common.yaml_fast_dump`): a job's drain config is dumped at every write.
+    # :mod:`.._common.yaml_fast_dump`): a job's cut configs are dumped at every write.
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     try:
         return header + dump_plain(document, dumper, width=100)
@@ -207,11 +244,12 @@ def write_collector_config(
     template_dirs: Sequence[str | os.PathLike[str]] | None = None,
 ) -> Path:
     """Render, check and atomically write ``<remote_bench_dir>/otel/collector.yaml`` and, when
-    the backend's queue is on disk, ``drain.yaml`` beside it (see :func:`write_rendered`)."""
-    text, drain, found = render_job_files(
+    the backend's queue is on disk, ``drain.yaml``, ``ingest.yaml`` and ``sender.yaml`` beside
+    it (see :func:`write_rendered`)."""
+    text, companions, found = render_job_files(
         config, benchmark_name, remote_bench_dir, template_dirs=template_dirs
     )
-    target = write_rendered(text, remote_bench_dir, drain)
+    target = write_rendered(text, remote_bench_dir, companions)
     _warn(found)
     return target
 
@@ -222,24 +260,29 @@ def render_job_files(
     remote_bench_dir: str | os.PathLike[str],
     *,
     template_dirs: Sequence[str | os.PathLike[str]] | None = None,
-) -> tuple[str, str | None, list[Violation]]:
-    """The checked ``collector.yaml``, its checked drain config (None without a disk queue)
-    and the warnings: everything a job directory gets, before anything is written."""
+) -> tuple[str, dict[str, str] | None, list[Violation]]:
+    """The checked ``collector.yaml``, the files beside it (name -> text: the drain config and
+    the job step's two cuts, :func:`companion_texts`; None without a disk queue) and the
+    warnings: everything a job directory gets, before anything is written."""
     rendering = render_unchecked(
         config, benchmark_name, remote_bench_dir, template_dirs=template_dirs
     )
     parsed, found = checked_rendering(rendering)
-    return rendering.text, checked_drain_text(rendering, parsed), found
+    return rendering.text, companion_texts(rendering, parsed), found
 
 
 def write_rendered(
-    text: str, remote_bench_dir: str | os.PathLike[str], drain: str | None = None
+    text: str,
+    remote_bench_dir: str | os.PathLike[str],
+    companions: Mapping[str, str] | None = None,
 ) -> Path:
-    """Atomically write checked YAML as ``<remote_bench_dir>/otel/collector.yaml`` and a checked
-    ``drain`` config as ``drain.yaml`` beside it (or remove one an earlier rendering left), each
-    ending in the mark that ties them together (see :mod:`.job_files`).
+    """Atomically write checked YAML as ``<remote_bench_dir>/otel/collector.yaml`` and its
+    ``companions`` (:func:`companion_texts`: ``drain.yaml`` and the job step's two cuts) beside
+    it (or remove those an earlier rendering left), each ending in the mark that ties them
+    together (see :mod:`.job_files`). What follows speaks of ``drain.yaml``; the cuts are
+    written, renamed and checked with it, in the same way.
 
-    Both temporaries are written and fsynced (at once), ``drain.yaml`` is renamed (or removed)
+    All temporaries are written and fsynced (at once), ``drain.yaml`` is renamed (or removed)
     before ``collector.yaml``, and the folder is fsynced once for both. A power loss after any
     of these calls leaves one of these states; each is harmless or refused by the step's start,
     which checks the mark (``CollectorStep.files_mark``):
@@ -263,13 +306,13 @@ def write_rendered(
     ``drain.yaml`` without its ``collector.yaml`` (``tests/test_crash_states.py`` replays the
     write's calls on a model of every state a crash can leave)."""
     target = collector_config_path(bench_dir_argument(remote_bench_dir))
-    collector_text, drain_text = marked(text, drain)
+    collector_text, companion_texts = marked(text, companions)
     files = [(COLLECTOR_CONFIG_NAME, collector_text)]
     try:
-        if drain_text is None:
-            write_together(target.parent, files, removed=[DRAIN_CONFIG_NAME])
+        if companion_texts is None:
+            write_together(target.parent, files, removed=list(COMPANION_NAMES))
         else:
-            write_together(target.parent, [(DRAIN_CONFIG_NAME, drain_text), *files])
+            write_together(target.parent, [*companion_texts.items(), *files])
     except OSError as exc:
         raise SubmitConfigError(
             "remote_bench_dir",

@@ -31,11 +31,15 @@ from .._common.constants import (
     DRAIN_METRICS_PORT,
     DRAIN_SECONDS,
     FINAL_SCRAPE_GRACE_SECONDS,
+    INGEST_CONFIG_NAME,
+    QUEUE_HOP_PORT,
+    SENDER_CONFIG_NAME,
+    SENDER_STOP_SECONDS,
     SHUTDOWN_WAIT_SECONDS,
     SIGNALS,
 )
 from .._common.hosts import host_port
-from .._render.job_files import FILES_MARK, WITH_DRAIN, WITHOUT_DRAIN
+from .._render.job_files import COMPANION_NAMES, FILES_MARK, WITH_DRAIN, WITHOUT_DRAIN
 from .._render.rendering import bench_dir_argument, check_render_inputs, collector_config_path
 from .._submit.config import SubmitConfig
 from .._templating.catalogue import STEP_DIR, template_set
@@ -85,6 +89,15 @@ class CollectorStep:
     left queued goes out (a healthy backend takes a stop's remainder in a second or two). What
     it cannot send stays queued for the next start or ``nemo-gym-otel drain``.
 
+    When ``sender_config_path`` exists (written with the drain config, see
+    :mod:`.._render.sender_config`), the collector runs ``ingest_command`` instead of
+    ``command`` (the job's config without its backend path), and ``sender_command`` runs that
+    path as the step ``sender_name``, started first and healthy once its receiver answers on
+    ``sender_port`` (the hop's, on the hop's loopback host): it waits out a backend's
+    ``Retry-After`` without holding the collector's TERM. The stop TERMs it before the
+    collector and kills it after ``sender_stop_seconds`` (what it had not delivered is still in
+    the disk queue); the drain, one process, follows.
+
     ``files_mark`` begins the last line of ``config_path``, which says whether the stop has a
     drain config and which: ``<files_mark><id> with drain.yaml`` (then ``drain_config_path``
     must end in that same line) or ``<files_mark><id> without drain.yaml`` (then there must be
@@ -121,18 +134,34 @@ class CollectorStep:
     files_mark: str
     finished_files: tuple[str, ...]
     finished_files_kept: int
+    ingest_command: tuple[str, ...]
+    sender_name: str
+    sender_command: tuple[str, ...]
+    sender_config_path: PurePosixPath
+    sender_port: int
+    sender_stop_seconds: int
 
     @property
     def srun_command(self) -> tuple[str, ...]:
         return ("srun", *self.srun_options, *self.command)
 
+    def _srun_named(self, name: str, command: tuple[str, ...]) -> tuple[str, ...]:
+        options = [
+            f"--job-name={name}" if o.startswith("--job-name=") else o for o in self.srun_options
+        ]
+        return ("srun", *options, *command)
+
     @property
     def drain_srun_command(self) -> tuple[str, ...]:
-        options = [
-            f"--job-name={self.drain_name}" if o.startswith("--job-name=") else o
-            for o in self.srun_options
-        ]
-        return ("srun", *options, *self.drain_command)
+        return self._srun_named(self.drain_name, self.drain_command)
+
+    @property
+    def ingest_srun_command(self) -> tuple[str, ...]:
+        return ("srun", *self.srun_options, *self.ingest_command)
+
+    @property
+    def sender_srun_command(self) -> tuple[str, ...]:
+        return self._srun_named(self.sender_name, self.sender_command)
 
     def as_json(self) -> dict[str, object]:
         """Plain JSON types, as ``nemo-gym-otel step --json`` prints them."""
@@ -156,6 +185,14 @@ class CollectorStep:
             "files_mark": self.files_mark,
             "finished_files": list(self.finished_files),
             "finished_files_kept": self.finished_files_kept,
+            "ingest_command": list(self.ingest_command),
+            "ingest_srun_command": list(self.ingest_srun_command),
+            "sender_name": self.sender_name,
+            "sender_command": list(self.sender_command),
+            "sender_srun_command": list(self.sender_srun_command),
+            "sender_config_path": str(self.sender_config_path),
+            "sender_port": self.sender_port,
+            "sender_stop_seconds": self.sender_stop_seconds,
             "pools": list(self.pools),
             "targets_dir": str(self.targets_dir),
             "scrape_jobs": [
@@ -223,6 +260,16 @@ def collector_step(
         files_mark=FILES_MARK,
         finished_files=finished_file_globs(config_path.parent, SIGNALS) if rotation else (),
         finished_files_kept=rotation.max_backups if rotation else 0,
+        ingest_command=(
+            otel.binary,
+            f"--config=file:{config_path.with_name(INGEST_CONFIG_NAME)}",
+            *gates,
+        ),
+        sender_name=f"{COLLECTOR_SERVICE_NAME}_sender",
+        sender_command=(otel.binary, f"--config=file:{config_path.with_name(SENDER_CONFIG_NAME)}"),
+        sender_config_path=config_path.with_name(SENDER_CONFIG_NAME),
+        sender_port=QUEUE_HOP_PORT,
+        sender_stop_seconds=SENDER_STOP_SECONDS,
     )
 
 
@@ -269,6 +316,7 @@ def collector_step_script(
         "scrape_jobs": step.scrape_jobs,
         "files_mark": step.files_mark,
         "with_drain": WITH_DRAIN,
+        "companions": [otel_dir / name for name in COMPANION_NAMES],
         "without_drain": WITHOUT_DRAIN,
         "drain": {
             "name": step.drain_name,
@@ -280,6 +328,15 @@ def collector_step_script(
             "watch": None
             if otel.delivery_report
             else {"host": hop_host(otel.listen_host), "port": DRAIN_METRICS_PORT},
+        },
+        "sender": {
+            "name": step.sender_name,
+            "config": step.sender_config_path,
+            "srun": step.sender_srun_command,
+            "ingest_srun": step.ingest_srun_command,
+            "host": hop_host(otel.listen_host),
+            "port": step.sender_port,
+            "stop_seconds": step.sender_stop_seconds,
         },
         **set_aside_context(zstd_files),
         **compress_context(otel_dir, SIGNALS, step.finished_files_kept, bool(step.finished_files)),

@@ -437,7 +437,7 @@ def drain(
         state.files_bytes = reading.files_bytes()
         text = log_path.read_text(encoding="utf-8", errors="replace")
     tail = "\n".join(text.splitlines()[-3:])
-    retried = retried_after_timeout(text, hops)
+    retried = retried_after_timeout(text, hops | backends)  # as the job's (see disk_queue)
     return DrainResult(state, time.monotonic() - started, retried, status, tail)
 
 

@@ -66,10 +66,13 @@ SLURM_JOB_ID = EnvRef("SLURM_JOB_ID")
 _MAX_SCRAPE_TIMEOUT_SECONDS = 10
 # Pacing of the backend path (see the template's queue_exporter block): one attempt at the
 # backend is bounded by the first; the hop waits longer, so it never gives up on (and later
-# repeats) a request the backend is still working on. The two together, with the hop's
-# consumers, bound the stop: a backend that never answers holds it 10s (SHUTDOWN_WAIT_SECONDS).
+# repeats) a request the backend is still working on, and the backend exporter behind it retries
+# for as long as the hop waits: a Retry-After of up to about that long is waited out there
+# (_render/sender_config.py). The stop ends the sender before the collector's TERM, so the hop's
+# wait no longer holds the collector; it holds the stop's drain, one process, which the stop kills
+# after SHUTDOWN_WAIT_SECONDS (what it had not sent stays queued).
 _BACKEND_TIMEOUT = "10s"
-_HOP_TIMEOUT = "15s"
+_HOP_TIMEOUT = "120s"
 _QUEUE_CONSUMERS = 4
 
 
