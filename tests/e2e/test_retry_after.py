@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from support import helpers
 from support.e2e_backend import Arrival
-from support.e2e_job import StepCollector, running, wait_for
+from support.e2e_job import running, wait_for
 from support.e2e_life import Life
 from support.e2e_otlp import post_json, read_signal
 from support.otelcol import collector_binary
@@ -90,12 +90,9 @@ def test_retry_after_is_honoured_by_the_job_and_by_the_drain(line: str, tmp_path
     outside = tmp_path / "outside-job-dir"
     outside.mkdir()
     env = life.collector_env(outside)
-    life.prepare_files()
     proxy = life.proxy
     try:
-        collector = StepCollector(
-            life.binary, life.config_path, env, life.job_dir, outside / "collector.log", host
-        )
+        collector = life.collector(env, outside / "collector.log")  # as the job step starts it
         sender = collector.sender
         assert sender is not None, "the default rendering runs the backend path as the sender"
         with running(collector):

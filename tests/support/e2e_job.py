@@ -492,6 +492,10 @@ class StepCollector:
     def exit_seconds(self) -> float | None:
         return self.collector.exit_seconds
 
+    def healthy(self) -> bool:
+        """The collector running and answering its health check (see :meth:`Collector.healthy`)."""
+        return self.collector.healthy()
+
     def wait_healthy(self) -> None:
         self.collector.wait_healthy()
 
