@@ -15,10 +15,10 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from support.e2e_job import Collector, collector_release, stop_drain
+from support.e2e_job import StepCollector, collector_release, stop_drain
 
 from nemo_gym.orchestration.api import SubmitConfig
-from nemo_gym.orchestration.executors.otel import write_collector_config
+from nemo_gym.orchestration.executors.otel import collector_step_script, write_collector_config
 from nemo_gym.orchestration.executors.otel._job_dir.collector_log import read_collector_log
 
 from ._fleet_network import FleetNetwork
@@ -67,6 +67,7 @@ class FleetJob:
         config = SubmitConfig.from_dict(job_mapping(root / "runs", endpoint, line))
         self.job_dir = root / "runs" / f"fleet-{index:03d}" / BENCHMARK
         self.config_path = write_collector_config(config, BENCHMARK, self.job_dir)
+        self.step = collector_step_script(config, BENCHMARK, self.job_dir)
         home = self.logs / "home"
         home.mkdir()
         self.env = {
@@ -75,17 +76,20 @@ class FleetJob:
             TOKEN_ENV: self.token,
             "SLURM_JOB_ID": str(5000 + index),
         }
-        self.collector: Collector | None = None
+        self.collector: StepCollector | None = None
 
     def start(self) -> None:
-        """The step's start, without waiting: ``wait_healthy`` waits (start all, then wait)."""
+        """The step's start: its preparations (the queue's place, the disk budget), the sender
+        up, then the collector, not waiting for its health: ``wait_healthy`` waits (start all,
+        then wait)."""
         with self.network.inside(self.index):
-            self.collector = Collector(
+            self.collector = StepCollector(
                 self.binary,
                 self.config_path,
                 self.env,
                 self.job_dir,
                 self.logs / "collector.log",
+                step=self.step,
                 command_prefix=DIE_WITH_PARENT,
             )
 
@@ -96,7 +100,11 @@ class FleetJob:
 
     @property
     def pids(self) -> list[int]:
-        return [self.collector.process.pid] if self.collector else []
+        """The job's collector and its sender."""
+        if self.collector is None:
+            return []
+        sender = self.collector.sender
+        return [self.collector.process.pid, *([sender.process.pid] if sender else [])]
 
     def stop(self) -> dict[str, int | None]:
         """The step's stop: TERM and the bounded wait, then the stop's drain; exit codes."""

@@ -406,14 +406,20 @@ class Sender(Collector):
     before the collector and stopped before it, as the step does."""
 
     def __init__(
-        self, binary: Path, otel_dir: Path, env: dict[str, str], cwd: Path, log_path: Path
+        self,
+        binary: Path,
+        otel_dir: Path,
+        env: dict[str, str],
+        cwd: Path,
+        log_path: Path,
+        command_prefix: tuple[str, ...] = (),
     ) -> None:
         config_path = otel_dir / SENDER_CONFIG_NAME
         document = yaml.safe_load(config_path.read_text(encoding="utf-8"))
         (receiver,) = document["receivers"].values()
         self.address = receiver["protocols"]["http"]["endpoint"]
         self.killed = False  # whether the stop had to kill it
-        super().__init__(binary, config_path, env, cwd, log_path)
+        super().__init__(binary, config_path, env, cwd, log_path, command_prefix=command_prefix)
 
     def _answers(self) -> bool:
         host, _, port = self.address.rpartition(":")
@@ -466,13 +472,14 @@ class StepCollector:
         log_path: Path,
         host: str = "localhost",
         step: str | None = None,
+        command_prefix: tuple[str, ...] = (),
     ) -> None:
-        """``step``: the job's step fragment, whose start's preparations run first (see
-        :class:`Collector`)."""
+        """``step``: the job's step fragment, whose start's preparations run first;
+        ``command_prefix``: as :class:`Collector`'s, for both processes."""
         otel_dir = config_path.parent
         self.sender: Sender | None = None
         if (otel_dir / SENDER_CONFIG_NAME).exists():
-            self.sender = Sender(binary, otel_dir, env, cwd, log_path)
+            self.sender = Sender(binary, otel_dir, env, cwd, log_path, command_prefix)
             try:
                 self.sender.wait_healthy()
             except BaseException:
@@ -480,7 +487,9 @@ class StepCollector:
                 raise
             config_path = otel_dir / INGEST_CONFIG_NAME
         try:
-            self.collector = Collector(binary, config_path, env, cwd, log_path, host, step=step)
+            self.collector = Collector(
+                binary, config_path, env, cwd, log_path, host, command_prefix, step=step
+            )
         except BaseException:
             if self.sender:
                 self.sender.kill()
