@@ -193,7 +193,7 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
             "otlp_http/queue": {
                 "endpoint": "http://localhost:4319",
                 "compression": "none",
-                "timeout": "15s",
+                "timeout": "120s",
                 "retry_on_failure": {
                     "enabled": True,
                     "initial_interval": "1s",
@@ -219,7 +219,12 @@ def dict_document(config: SubmitConfig, benchmark: str, bench_dir: str) -> dict[
                 "endpoint": o.endpoint,
                 "headers": {"Authorization": f"Bearer ${{env:{o.token_env}}}"},
                 "timeout": "10s",
-                "retry_on_failure": {"enabled": False},
+                "retry_on_failure": {
+                    "enabled": True,
+                    "initial_interval": "1s",
+                    "max_interval": "30s",
+                    "max_elapsed_time": "0s",
+                },
                 "sending_queue": {"enabled": False},
             },
             **{

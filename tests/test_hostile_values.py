@@ -29,6 +29,11 @@ from nemo_gym.orchestration.executors.otel import (
     resolve_token,
     write_collector_config,
 )
+from nemo_gym.orchestration.executors.otel._common.constants import (
+    DRAIN_CONFIG_NAME,
+    INGEST_CONFIG_NAME,
+    SENDER_CONFIG_NAME,
+)
 
 
 def _example(**otel: object) -> dict:
@@ -311,6 +316,11 @@ def test_twenty_thousand_pipelines_are_judged_within_bounds(tmp_path: Path) -> N
 
 # Runs the CLI in a child that delivers a signal to itself in the middle of the write, right after
 # the temporary file is written: the moment a real signal would leave it behind.
+# The files a default rendering writes beside collector.yaml, by stem.
+COMPANIONS = tuple(
+    name.removesuffix(".yaml")
+    for name in (DRAIN_CONFIG_NAME, INGEST_CONFIG_NAME, SENDER_CONFIG_NAME)
+)
 _SIGNAL_DURING_WRITE = textwrap.dedent(
     """
     import os, signal, sys
@@ -365,9 +375,11 @@ def test_after_sigkill_the_next_write_removes_the_stale_temporaries(tmp_path: Pa
     otel = job_dir / "otel"
     killed = _render_with_signal("SIGKILL", job_dir, tmp_path)
     assert killed.returncode == -signal.SIGKILL
-    # Both files are written at once: killed at the first fsync, one or both temporaries exist.
+    # The files are written at once (collector.yaml and its companions: the drain config and the
+    # step's two cuts): killed at the first fsync, some or all of their temporaries exist.
     stale = sorted(otel.iterdir())
-    assert {p.name.split(".")[1] for p in stale} <= {"collector", "drain"}, stale
+    assert stale, "the write was killed before any temporary existed"
+    assert {p.name.split(".")[1] for p in stale} <= {"collector", *COMPANIONS}, stale
     (pid,) = {killed_pid(p) for p in stale}  # all the killed process's
     host = socket.gethostname()
     others = [  # not ours to remove: a live process, another host
@@ -388,7 +400,7 @@ def test_after_sigkill_the_next_write_removes_the_stale_temporaries(tmp_path: Pa
     )
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in otel.iterdir()) == sorted(
-        ["collector.yaml", "drain.yaml", *(o.name for o in others)]
+        ["collector.yaml", *(f"{name}.yaml" for name in COMPANIONS), *(o.name for o in others)]
     )
 
 
