@@ -314,21 +314,23 @@ def test_twenty_thousand_pipelines_are_judged_within_bounds(tmp_path: Path) -> N
 
 # -- class 6: interrupted writes -----------------------------------------------------------------
 
-# Runs the CLI in a child that delivers a signal to itself in the middle of the write, right after
-# the temporary file is written: the moment a real signal would leave it behind.
 # The files a default rendering writes beside collector.yaml, by stem.
 COMPANIONS = tuple(
     name.removesuffix(".yaml")
     for name in (DRAIN_CONFIG_NAME, INGEST_CONFIG_NAME, SENDER_CONFIG_NAME)
 )
+# Runs the CLI in a child that delivers a signal to itself in the middle of the write, right after
+# the temporary file is written: the moment a real signal would leave it behind.
 _SIGNAL_DURING_WRITE = textwrap.dedent(
     """
-    import os, signal, sys
+    import os, signal, sys, threading
     from nemo_gym.orchestration.executors.otel import _cli
     real_fsync = os.fsync
+    once = threading.Lock()  # one signal, at the first fsync, whichever thread makes it
     def fsync(fd):
         real_fsync(fd)
-        os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+        if once.acquire(blocking=False):
+            os.kill(os.getpid(), getattr(signal, sys.argv[1]))
     os.fsync = fsync
     sys.exit(_cli.main(sys.argv[2:]))
     """
