@@ -73,21 +73,7 @@ def drain_document(config: Mapping[str, Any]) -> dict[str, Any] | None:
             **({"processors": list(readings["processors"])} if "processors" in readings else {}),
             "exporters": file_exporters,
         }
-    used = {
-        ref
-        for p in kept.values()
-        for role in ("receivers", "processors", "exporters")
-        for ref in pipeline_refs(p, role)
-    }
-    document: dict[str, Any] = {}
-    for section in SECTIONS:
-        components = config.get(section)
-        if not isinstance(components, Mapping):
-            continue
-        if section == "extensions":
-            document[section] = dict(components)
-        else:
-            document[section] = {k: v for k, v in components.items() if k in used}
+    document = components_used(config, kept)
     hop_host = _listen_host(config, next(iter(hops.values())))
     address = host_port(hop_host, DRAIN_RECEIVER_PORT)
     document["receivers"][DRAIN_RECEIVER] = {"protocols": {"http": {"endpoint": address}}}
@@ -212,3 +198,25 @@ def feature_gate_arguments(document: Mapping[str, Any]) -> tuple[str, ...]:
     take the gate render that way. The drain and anything else that starts a collector from a
     written config reads it from there rather than from the submit config."""
     return gate_arguments(bool(_compressing_file_exporters(document)))
+
+
+def components_used(config: Mapping[str, Any], kept: Mapping[str, Any]) -> dict[str, Any]:
+    """Each component section of ``config`` cut to what the pipelines ``kept`` use (every
+    extension as it is; a section ``config`` lacks stays out): the drain's and the sender's cut
+    of the same rendering."""
+    used = {
+        ref
+        for pipeline in kept.values()
+        for role in ("receivers", "processors", "exporters")
+        for ref in pipeline_refs(pipeline, role)
+    }
+    document: dict[str, Any] = {}
+    for section in SECTIONS:
+        components = config.get(section)
+        if not isinstance(components, Mapping):
+            continue
+        if section == "extensions":
+            document[section] = dict(components)
+        else:
+            document[section] = {k: v for k, v in components.items() if k in used}
+    return document

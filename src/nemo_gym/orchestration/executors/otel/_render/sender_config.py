@@ -28,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._checks.graph import SECTIONS, pipeline_refs, pipelines_of, section_of
+from .._checks.graph import pipeline_refs, pipelines_of, section_of
 from .._checks.hops import disk_hops
+from .drain_config import components_used
 
 
 def backend_path(config: Mapping[str, Any]) -> tuple[set[str], set[str]]:
@@ -62,21 +63,11 @@ def split_documents(config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
 def _cut(config: Mapping[str, Any], kept: dict[str, Any]) -> dict[str, Any]:
     """``config`` with only the pipelines ``kept`` and the components they use (every
     extension and the telemetry as they are; a section left empty goes)."""
-    used = {
-        ref
-        for pipeline in kept.values()
-        for role in ("receivers", "processors", "exporters")
-        for ref in pipeline_refs(pipeline, role)
+    document = {
+        section: components
+        for section, components in components_used(config, kept).items()
+        if components or section == "extensions"
     }
-    document: dict[str, Any] = {}
-    for section in SECTIONS:
-        components = config.get(section)
-        if not isinstance(components, Mapping):
-            continue
-        if section == "extensions":
-            document[section] = dict(components)
-        elif kept_components := {k: v for k, v in components.items() if k in used}:
-            document[section] = kept_components
     service = dict(section_of(config, "service"))
     service["pipelines"] = {i: dict(p) for i, p in kept.items()}
     document["service"] = service
