@@ -207,15 +207,23 @@ class Life:
         """Wait until the files hold a delivery-report reading (``otel.delivery_report``: the
         collector's own counters, pushed every ``DELIVERY_REPORT_INTERVAL_SECONDS``) taken at
         ``taken_after_ns`` (``time.time_ns()``) or later: ``report`` then judges by counters
-        that include everything the collector handled before that moment."""
+        that include everything the collector handled before that moment. The step runs two
+        processes (the collector and its sender), each reporting on its own schedule; ``report``
+        reads each one's newest reading, so every process that reported must have read since."""
+
+        def newest_per_process() -> dict[str, int]:
+            newest: dict[str, int] = {}
+            for point in self.file_items("metrics"):
+                if point.resource.get(DELIVERY_REPORT_MARKER) == "collector":
+                    process = point.resource.get("service.instance.id", "")
+                    newest[process] = max(newest.get(process, 0), point.time_unix_nano)
+            return newest
+
         wait_for(
-            lambda: any(
-                point.time_unix_nano >= taken_after_ns
-                for point in self.file_items("metrics")
-                if point.resource.get(DELIVERY_REPORT_MARKER) == "collector"
-            ),
+            lambda: (newest := newest_per_process())
+            and min(newest.values()) >= taken_after_ns,
             timeout,
-            "a delivery-report reading in the files taken after the last item",
+            "a delivery-report reading from each process in the files taken after the last item",
             interval=0.5,
         )
 
