@@ -220,8 +220,7 @@ class Life:
             return newest
 
         wait_for(
-            lambda: (newest := newest_per_process())
-            and min(newest.values()) >= taken_after_ns,
+            lambda: (newest := newest_per_process()) and min(newest.values()) >= taken_after_ns,
             timeout,
             "a delivery-report reading from each process in the files taken after the last item",
             interval=0.5,
