@@ -18,11 +18,8 @@ out.
 
 from __future__ import annotations
 
-import json
 import os
-import queue
 import secrets
-import subprocess
 import sys
 import tempfile
 import threading
@@ -50,6 +47,7 @@ from nemo_gym.orchestration.executors.otel import (
 )
 from nemo_gym.orchestration.executors.otel._render.rendering import render_unchecked
 
+from ._json_lines import JsonLinesChild
 from ._memory_cgroup import MemoryCgroup, uncached_copy
 from ._otlp_sink import SIGNALS, CountingBackend, FileCounter
 from ._stats import Sample
@@ -119,47 +117,17 @@ def collector_binary(line: str) -> Path:
 # -- the load generator process ---------------------------------------------------------------
 
 
-class Generator:
+class Generator(JsonLinesChild):
     """``python -m benchmarks._otlp_load``: one JSON command in, one JSON report out."""
 
     def __init__(self, url: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks._otlp_load", url],
-            cwd=helpers.REPO,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        self._lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        self._receive(GENERATOR_START_SECONDS)
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._lines.put(line)
-        self._lines.put("")
-
-    def _receive(self, timeout: float) -> dict[str, Any]:
-        try:
-            line = self._lines.get(timeout=timeout)
-        except queue.Empty:
-            raise RuntimeError(f"the load generator said nothing for {timeout:.0f}s") from None
-        if not line:
-            raise RuntimeError(f"the load generator exited with {self.process.wait(timeout=10)}")
-        return json.loads(line)
+        super().__init__([sys.executable, "-m", "benchmarks._otlp_load", url])
+        self.receive(GENERATOR_START_SECONDS)
 
     def run(self, rates: dict[str, float], seconds: float) -> dict[str, Any]:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps({"rates": rates, "seconds": seconds}) + "\n")
-        self.process.stdin.flush()
+        self.send({"rates": rates, "seconds": seconds})
         # Late requests time out after 10 s each; 4 senders per signal keep the worst case bounded.
-        return self._receive(seconds * 4 + 60)
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=10)
+        return self.receive(seconds * 4 + 60)
 
 
 # -- one collector under one rendered config ------------------------------------------------

@@ -26,11 +26,8 @@ recovery; the busiest second of requests over the mean one).
 
 from __future__ import annotations
 
-import json
 import os
-import queue
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -43,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from support import helpers, netns
+from support import netns
 
 from ._fleet_backend import FleetBackend
 from ._fleet_figures import (
@@ -57,6 +54,7 @@ from ._fleet_figures import (
 )
 from ._fleet_job import FleetJob
 from ._fleet_network import FleetNetwork
+from ._json_lines import JsonLinesChild
 from .collector_load import ITEM_NAMES, LARGE_JOB, MIB, collector_binary
 
 JOBS = 32
@@ -84,63 +82,34 @@ def _log(message: str) -> None:
     print(f"[fleet] {message}", file=sys.stderr, flush=True)
 
 
-class FleetLoad:
+class FleetLoad(JsonLinesChild):
     """``python -m benchmarks._fleet_load``: started with the per-job rates, read while it
     runs (``progress``), stopped for its final report."""
 
     def __init__(self, descriptors: list[int], rates: dict[str, float]) -> None:
-        self.process = subprocess.Popen(
-            ["setpriv", "--pdeathsig", "KILL", "--", sys.executable, "-m", "benchmarks._fleet_load"]
-            + [str(fd) for fd in descriptors],
-            cwd=helpers.REPO,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            pass_fds=descriptors,
-        )
         self.progress: list[tuple[float, int]] = []
         self.final: dict[str, Any] | None = None
-        self._lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        if not json.loads(self._next(GENERATOR_SECONDS)).get("ready"):
+        super().__init__(
+            ["setpriv", "--pdeathsig", "KILL", "--", sys.executable, "-m", "benchmarks._fleet_load"]
+            + [str(fd) for fd in descriptors],
+            pass_fds=tuple(descriptors),
+        )
+        if not self.receive(GENERATOR_SECONDS).get("ready"):
             raise RuntimeError("the fleet's load generator did not start")
-        self._send(json.dumps({"rates": rates}))
+        self.send({"rates": rates})
 
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            record = json.loads(line)
-            if "accepted" in record and not record.get("final"):
-                self.progress.append((record["t"], record["accepted"]))
-            else:
-                self._lines.put(line)
-        self._lines.put("")
-
-    def _next(self, timeout: float) -> str:
-        try:
-            line = self._lines.get(timeout=timeout)
-        except queue.Empty:
-            raise RuntimeError(f"the load generator said nothing for {timeout:.0f}s") from None
-        if not line:
-            raise RuntimeError(f"the load generator exited with {self.process.wait(timeout=10)}")
-        return line
-
-    def _send(self, line: str) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(line + "\n")
-        self.process.stdin.flush()
+    def take(self, record: dict[str, Any]) -> bool:
+        if "accepted" in record and not record.get("final"):
+            self.progress.append((record["t"], record["accepted"]))
+            return True
+        return False
 
     def stop(self) -> dict[str, Any]:
-        self._send("stop")
-        self.final = json.loads(self._next(GENERATOR_SECONDS))
+        self.send("stop")
+        self.final = self.receive(GENERATOR_SECONDS)
         self.progress.append((self.final["t"], self.final["accepted_total"]))
         self.process.wait(timeout=GENERATOR_SECONDS)
         return self.final
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=10)
 
 
 class FleetSampler:

@@ -70,6 +70,22 @@ def _take(mount: Path, size: int | None) -> None:
         os.close(fd)
 
 
+def _life(line: str, test: int, mount: Path, tmp_path: Path) -> tuple[Life, dict[str, str], Path]:
+    """A job whose directory is on ``mount``, with the delivery report on; the collector's
+    environment; a folder outside the mount for the tests' own files."""
+    life = Life(
+        line,
+        _host(line, test),
+        mount,
+        collector_binary(line),
+        secrets.token_urlsafe(48),
+        otel={"delivery_report": True},
+    )
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    return life, life.collector_env(outside), outside
+
+
 def _report(life: Life) -> tuple[int, dict[str, Any]]:
     result = helpers.run_cli("report", life.job_dir, "--format", "json", cwd=life.tmp_path)
     return result.returncode, json.loads(result.stdout)
@@ -87,17 +103,7 @@ def _reasons(document: dict[str, Any]) -> list[str]:
 @pytest.mark.parametrize("line", LINES)
 def test_a_full_disk_costs_the_backend_nothing(line: str, tmp_path: Path) -> None:
     with job_fs.small_file_system() as mount:
-        life = Life(
-            line,
-            _host(line, 0),
-            mount,
-            collector_binary(line),
-            secrets.token_urlsafe(48),
-            otel={"delivery_report": True},
-        )
-        outside = tmp_path / "outside"
-        outside.mkdir()
-        env = life.collector_env(outside)
+        life, env, outside = _life(line, 0, mount, tmp_path)
         try:
             # Where the job step writes it: on the file system that fills.
             collector = life.collector(env, life.otel_dir / "collector.log")
@@ -181,17 +187,7 @@ def _spans(batch: int, count: int) -> dict[str, Any]:
 def test_an_outage_leaves_the_job_its_room(line: str, tmp_path: Path) -> None:
     with job_fs.small_file_system() as mount:
         _take(mount, job_fs.SMALL_BYTES // 2)
-        life = Life(
-            line,
-            _host(line, 1),
-            mount,
-            collector_binary(line),
-            secrets.token_urlsafe(48),
-            otel={"delivery_report": True},
-        )
-        outside = tmp_path / "outside"
-        outside.mkdir()
-        env = life.collector_env(outside)
+        life, env, _ = _life(line, 1, mount, tmp_path)
         lowest, unhealthy = _free(mount), []
         try:
             life.proxy.start_outage()
