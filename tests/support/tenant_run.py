@@ -2,8 +2,8 @@
 
 The config is run as written, except where it touches this machine: its listeners move to free
 ports (other collectors may hold 4317/4318/13133), its own metrics are switched off (8888), the
-OTLP/HTTP exporters point at the tenant-routing proxy and the file exporters into the run's
-folder. One span, one log record and one data point are sent with the OpenTelemetry SDK over
+OTLP/HTTP exporters point at the tenant-routing proxy, the file exporters and the disk queue's
+storage into the run's folder. One span, one log record and one data point are sent with the OpenTelemetry SDK over
 OTLP/HTTP; after the collector's TERM (it drains its batches and files on shutdown) the outcome says whether the token reached a file or the
 collector's log (``leaked``) and whether the proxy got payloads without the tenant attribute,
 which it drops without a word (``dropped``).
@@ -53,9 +53,13 @@ def _localised(doc: dict[str, Any], out: Path, proxy_url: str) -> tuple[dict[str
     for receiver_id, port in ports.items():
         doc["receivers"][receiver_id] = {"protocols": {"http": {"endpoint": f"127.0.0.1:{port}"}}}
     http = next(port for receiver, port in ports.items() if receiver not in hops.values())
-    for extension_id in doc.get("extensions") or {}:
+    for extension_id, body in (doc.get("extensions") or {}).items():
         if _kind(extension_id) == "health_check":
             doc["extensions"][extension_id] = {"endpoint": f"127.0.0.1:{health}"}
+        elif _kind(extension_id) == "file_storage":  # the disk queue, in the run's folder
+            queue = str(out.parent / extension_id.replace("/", "-"))
+            compaction = {**(body or {}).get("compaction", {}), "directory": queue}
+            doc["extensions"][extension_id] = {**body, "directory": queue, "compaction": compaction}
     for exporter_id, body in (doc.get("exporters") or {}).items():
         body = dict(body or {})
         if exporter_id in hops:
