@@ -19,6 +19,7 @@ from support import helpers
 
 from nemo_gym.orchestration.executors.otel import CollectorConfigError, validate_collector_config
 from nemo_gym.orchestration.executors.otel._common.constants import (
+    DRAIN_HOP_TIMEOUT_SECONDS,
     DRAIN_METRICS_PORT,
     DRAIN_RECEIVER_PORT,
 )
@@ -29,7 +30,9 @@ from nemo_gym.orchestration.executors.otel._render.drain_config import (
 )
 from nemo_gym.orchestration.executors.otel._step.drain import (
     QueueStorage,
+    health_url,
     local_drain_document,
+    local_drain_processes,
     queue_storages,
     read_state,
     relocated,
@@ -148,6 +151,38 @@ def test_the_local_run_moves_every_listener_and_what_points_at_it() -> None:
     # The backend and the token are untouched.
     assert local["exporters"]["otlp_http/backend"] == drain["exporters"]["otlp_http/backend"]
     assert token_variable(local) == "OTEL_TOKEN"
+
+
+def _pulled_at(document: dict[str, Any]) -> list[Any]:
+    return [
+        reader["pull"]["exporter"]["prometheus"]["port"]
+        for reader in document["service"]["telemetry"]["metrics"]["readers"]
+    ]
+
+
+def test_the_local_run_is_the_sender_and_the_queue_whose_hop_waits_without_a_bound() -> None:
+    """Cut as the job step cuts the job's config: the sender holds the backend path (and the
+    token's reference) and serves its own metrics; the queue's collector holds the disk queue,
+    whose hop waits for the sender as long as a backend's Retry-After lasts (the stop's drain,
+    one process, bounds it)."""
+    for line in ("current", "legacy"):
+        drain = drain_document(_golden(line))
+        assert drain is not None
+        queue, sender = local_drain_processes(drain, 40000, 40001)
+        local = local_drain_document(drain, 40000)
+        hop = {e: b for e, b in drain["exporters"].items() if e.endswith("/queue")}
+        assert [b["timeout"] for b in hop.values()] == [f"{DRAIN_HOP_TIMEOUT_SECONDS}s"]
+        assert set(queue["exporters"]) == set(hop)
+        assert [queue["exporters"][e]["timeout"] for e in hop] == ["0s"]
+        assert set(sender["exporters"]) == set(local["exporters"]) - set(hop)
+        assert set(sender["receivers"]) == {"otlp/queue"}
+        address = sender["receivers"]["otlp/queue"]["protocols"]["http"]["endpoint"]
+        assert [queue["exporters"][e]["endpoint"] for e in hop] == [f"http://{address}"]
+        assert token_variable(queue) is None and token_variable(sender) == "OTEL_TOKEN"
+        assert _pulled_at(queue) == [40000] and _pulled_at(sender) == [40001]
+        assert "extensions" not in sender and health_url(queue) is not None
+        pipelines = {**queue["service"]["pipelines"], **sender["service"]["pipelines"]}
+        assert pipelines == local["service"]["pipelines"]
 
 
 EXPOSITION = """\
@@ -304,7 +339,7 @@ def test_the_wait_for_health_lasts_while_the_queues_folder_changes(
     monkeypatch.setattr(drain_module, "_POLL_SECONDS", 0.05)
     folder = tmp_path / "queue"
     folder.mkdir()
-    reading = drain_module._Reading(1, set(), set(), [QueueStorage(folder, None)])
+    reading = drain_module._Reading((1,), set(), set(), [QueueStorage(folder, None)])
     unhealthy = "http://127.0.0.1:1/"  # nothing answers there, nor the metrics on port 1
 
     def grow() -> None:  # a compaction's temporary file, written for 3 s
@@ -318,7 +353,7 @@ def test_the_wait_for_health_lasts_while_the_queues_folder_changes(
         writer = threading.Thread(target=grow)
         started = time.monotonic()
         writer.start()
-        state = drain_module._watch(process, reading, unhealthy, None, None)
+        state = drain_module._watch([process], reading, unhealthy, None, None)
         waited = time.monotonic() - started
         writer.join()
         process.kill()
@@ -330,7 +365,7 @@ def test_a_drain_config_of_another_shape_is_left_for_the_collector_to_refuse() -
     """An edited drain.yaml whose sections are not the collector's shapes: the drain reads what
     it can, writes its own telemetry readers, and starts the collector, whose own message names
     the key (the run on a real collector is below)."""
-    from nemo_gym.orchestration.executors.otel._step.drain import backend_exporters, health_url
+    from nemo_gym.orchestration.executors.otel._step.drain import backend_exporters
 
     drain = drain_document(_golden())
     assert drain is not None
@@ -351,6 +386,9 @@ def test_a_drain_config_of_another_shape_is_left_for_the_collector_to_refuse() -
     }
     assert DRAIN_FILES_PIPELINE not in local["service"]["pipelines"]
     assert local["extensions"] == ["health_check"]  # as written: the collector's to refuse
+    queue, _ = local_drain_processes(drain, 40000, 40001)  # and so the queue's collector's
+    assert queue["extensions"] == ["health_check"]
+    assert queue["service"]["pipelines"]["logs/backend"] == ["otlp/queue"]
     assert health_url(local) is None
     assert queue_storages(drain) == []
     assert relocated(drain, Path("/elsewhere"))["extensions"] == ["health_check"]
