@@ -153,6 +153,23 @@ def test_the_local_run_moves_every_listener_and_what_points_at_it() -> None:
     assert token_variable(local) == "OTEL_TOKEN"
 
 
+def test_the_stop_drains_hop_bound_sits_between_what_it_must_outlast_and_the_kill() -> None:
+    """The stop's drain's hop gives up after ``DRAIN_HOP_TIMEOUT_SECONDS`` (see
+    ``_hop_wait_bounded``): after one attempt at the backend, after the drain's run and the
+    queue's first back-off (so the TERM closes the hop before the queue could ask again inside
+    a longer Retry-After), and before the step kills the drain."""
+    from nemo_gym.orchestration.executors.otel._common.constants import (
+        DRAIN_SECONDS,
+        SHUTDOWN_WAIT_SECONDS,
+    )
+    from nemo_gym.orchestration.executors.otel._templating import context
+
+    attempt = float(context._BACKEND_TIMEOUT.removesuffix("s"))
+    first_back_off = 1.0  # the queue exporter's retry_on_failure.initial_interval
+    assert attempt < DRAIN_HOP_TIMEOUT_SECONDS < SHUTDOWN_WAIT_SECONDS
+    assert DRAIN_SECONDS + first_back_off < DRAIN_HOP_TIMEOUT_SECONDS
+
+
 def _pulled_at(document: dict[str, Any]) -> list[Any]:
     return [
         reader["pull"]["exporter"]["prometheus"]["port"]

@@ -3,32 +3,31 @@ queue on a node's own disk from that node only).
 
 The job directory's ``otel/drain.yaml`` is the job's own backend path (see
 :mod:`.._render.drain_config`), so the drain needs nothing but a collector binary of the job's
-line and the token in the environment. It is run as written except for where it listens: the
-job's addresses belong to the job's node, so every listener moves to a free loopback port (the
-hop's exporter and the delivery report's push follow their receiver), and one pull reader of the
-collector's own metrics on another free loopback port tells the drain how much is still queued
-and how much the backend took (``otelcol_exporter_queue_size``, in bytes for the disk queue;
-``otelcol_exporter_sent_*`` of the backend exporter). The run config lives in a temporary
-folder and holds no secret: the token stays a reference.
+line and the token in the environment. It is run as written except for where it listens and
+the hop's wait: the job's addresses belong to the job's node, so every listener moves to a free
+loopback port (the hop's exporter and the delivery report's push follow their receiver), and a
+pull reader of each process's own metrics on a free loopback port tells the drain how much is
+still queued and how much the backend took (``otelcol_exporter_queue_size``, in bytes for the
+disk queue; ``otelcol_exporter_sent_*`` of the backend exporter). The run configs live in a
+temporary folder and hold no secret: the token stays a reference.
 
 It runs as two collector processes, as the job step runs the job's collector (see
 :mod:`.._render.sender_config`): the sender (every pipeline receiving from a hop: the hop's
-receiver, the tenant stamp, the backend exporter) and the queue's collector (the rest: the disk
-queue and its exporter to the sender's receiver), each from a cut of the local config, each with
-its pull reader (the queue's sizes from one, what the backend took from the other). The hop
-waits for the sender without a time limit, so the backend exporter waits out a ``Retry-After``
-of any length before it asks again. The stop's drain in the job step is one process whose hop
-gives up after ``DRAIN_HOP_TIMEOUT_SECONDS`` (see :mod:`.._render.drain_config`): its TERM waits
-for the hop's requests and must end inside Slurm's stop time. Run so here, a longer delay was
-cut short and the queue asked the backend again inside it (measured: at 17 s of a 20 s delay).
-Two processes rather than that one with the hop's bound lifted to the job's 120 s: a
-``Retry-After`` longer than that would still be cut, and the stop (``--timeout``, an interrupt)
-would wait for the hop's requests, the queue's collector killed after ``SHUTDOWN_WAIT_SECONDS``
-where they outlast it. Here the stop ends the sender first, killed after ``SENDER_STOP_SECONDS``
-when it holds a request (not acknowledged, so the disk queue still holds its items), then TERMs
-the queue's collector, which no request holds: the run ends within those seconds of its
-timeout. What it costs: a second collector process while the drain runs, and a second free
-loopback port for its metrics.
+receiver, the tenant stamp, the backend exporter) started first, and the queue's collector (the
+rest: the disk queue and its exporter to the sender's receiver). The hop waits for the sender
+without a time limit, so the backend exporter waits out a ``Retry-After`` of any length before
+it asks again. The stop's drain in the job step is one process whose hop gives up after
+``DRAIN_HOP_TIMEOUT_SECONDS`` (see :mod:`.._render.drain_config`): its TERM waits for the hop's
+requests and must end inside Slurm's stop time. Run so here, a longer delay was cut short and the
+queue asked the backend again inside it (measured: 15.7 s after a refusal carrying
+``Retry-After: 20``). Two processes rather than that one with the hop's bound lifted to the
+job's 120 s: a ``Retry-After`` longer than that would still be cut, and the stop (``--timeout``,
+an interrupt) would wait for the hop's requests, killing the queue's collector after
+``SHUTDOWN_WAIT_SECONDS`` where they outlast it. Here the stop ends the sender first, killed
+after ``SENDER_STOP_SECONDS`` when it holds a request (not acknowledged, so the disk queue still
+holds its items: at-least-once, as at the job's stop), then TERMs the queue's collector, which
+no request holds: the run ends within those seconds of its timeout. What it costs: a second
+collector process while the drain runs.
 
 The drain ends when every disk queue is empty and its files are compacted, with TERM and the
 bounded wait of the job step's stop. Its own counters are not pushed into the job's files (the
