@@ -77,6 +77,7 @@ from .._common.constants import (
     DRAIN_CONFIG_NAME,
     DRAIN_RECORD_NAME,
     QUEUE_DIR_NAME,
+    SENDER_CONFIG_NAME,
     SENDER_STOP_SECONDS,
     SHUTDOWN_WAIT_SECONDS,
 )
@@ -85,7 +86,7 @@ from .._common.text_file import open_regular, read_text_file
 from .._common.yaml_loader import parse_yaml
 from .._render.drain_config import DRAIN_FILES_PIPELINE, DRAIN_RECEIVER, serve_metrics
 from .._render.sender_config import split_documents
-from .drain_processes import DrainProcess, wait_up
+from .drain_processes import DrainProcess, wait_up, write_config
 from .queue_place import local_queue_folder
 
 _RETRIED_AFTER_TIMEOUT = re.compile(
@@ -463,13 +464,15 @@ def drain(
     queue_document, sender_document = local_drain_processes(document, *ports)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nemo-gym-otel-drain-") as name:
-        folder, state = Path(name), DrainState()
-        sender = DrainProcess.start(binary, folder, "sender", sender_document)
+        state = DrainState()
+        sender_path = write_config(Path(name), SENDER_CONFIG_NAME, sender_document)
+        queue_path = write_config(Path(name), DRAIN_CONFIG_NAME, queue_document)
+        sender = DrainProcess.start(binary, sender_path, sender_document)
         processes = [sender]
         try:
             receivers = _listeners(section_of(sender_document, "receivers"))
             if wait_up(sender, receivers, _HEALTH_TIMEOUT_SECONDS):
-                processes.append(DrainProcess.start(binary, folder, "drain", queue_document))
+                processes.append(DrainProcess.start(binary, queue_path, queue_document))
                 health = health_url(queue_document)
                 state = _watch(
                     [p.process for p in processes], reading, health, timeout_seconds, progress

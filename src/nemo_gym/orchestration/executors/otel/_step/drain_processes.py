@@ -27,23 +27,17 @@ _UP_POLL_SECONDS = 0.2
 
 @dataclass
 class DrainProcess:
-    """One collector the drain runs, from ``<name>.yaml`` in the drain's temporary folder,
-    logging to ``<name>.log`` there."""
+    """One collector the drain runs, from a config in the drain's temporary folder
+    (:func:`write_config`), logging beside it."""
 
-    name: str
     process: subprocess.Popen[bytes]
     log_path: Path
     exited_early: bool = False  # it exited before the stop asked it to
 
     @classmethod
-    def start(
-        cls, binary: str, folder: Path, name: str, document: Mapping[str, Any]
-    ) -> DrainProcess:
-        import yaml
-
-        config_path = folder / f"{name}.yaml"
-        config_path.write_text(yaml.safe_dump(dict(document), sort_keys=False), encoding="utf-8")
-        log_path = folder / f"{name}.log"
+    def start(cls, binary: str, config_path: Path, document: Mapping[str, Any]) -> DrainProcess:
+        """The collector ``binary`` run on ``config_path`` (``document``, written there)."""
+        log_path = config_path.with_suffix(".log")
         with log_path.open("wb") as log:
             process = subprocess.Popen(
                 [binary, f"--config=file:{config_path}", *feature_gate_arguments(document)],
@@ -51,7 +45,7 @@ class DrainProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        return cls(name, process, log_path)
+        return cls(process, log_path)
 
     def running(self) -> bool:
         return self.process.poll() is None
@@ -71,6 +65,16 @@ class DrainProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+
+def write_config(folder: Path, file_name: str, document: Mapping[str, Any]) -> Path:
+    """``document`` written to ``folder/file_name``. Both run configs are written before either
+    process starts: the run's folder shows what each was given from the start."""
+    import yaml
+
+    path = folder / file_name
+    path.write_text(yaml.safe_dump(dict(document), sort_keys=False), encoding="utf-8")
+    return path
 
 
 def _answers(address: str) -> bool:
