@@ -535,3 +535,35 @@ def test_a_drain_config_that_is_no_file_is_named_for_what_it_is(
         else ("; remove it and render the job again to write the drain config")
     )
     assert helpers.error_lines(result.stderr) == [f"{path}: {problem}{fix}"]
+
+
+def test_the_drains_processes_end_in_turn_and_none_is_left_running(tmp_path: Path) -> None:
+    """The sender first (killed after its stop time when it holds its TERM, as a sender waiting
+    out a Retry-After does), then the queue's collector; a second SIGTERM of the CLI interrupting
+    the first's wait leaves neither running."""
+    from nemo_gym.orchestration.executors.otel._step.drain_processes import (
+        DrainProcess,
+        end_in_order,
+    )
+
+    def started(script: str, stop_seconds: float) -> DrainProcess:
+        process = subprocess.Popen(["sh", "-c", script])
+        return DrainProcess(process, tmp_path / "unused.log", stop_seconds)
+
+    holding = started("trap '' TERM; sleep 30", 0.5)
+    queue = started("exec sleep 30", 5)
+    began = time.monotonic()
+    assert end_in_order([holding, queue]) == [-9, -15]
+    assert time.monotonic() - began < 3
+
+    holding, queue = started("trap '' TERM; sleep 30", 30), started("exec sleep 30", 5)
+
+    def interrupted(timeout: float | None = None) -> int:
+        holding.process.wait = original  # type: ignore[method-assign]
+        raise KeyboardInterrupt  # what the CLI's handler raises on a second SIGTERM
+
+    original = holding.process.wait
+    holding.process.wait = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        end_in_order([holding, queue])
+    assert holding.process.poll() == -9 and queue.process.poll() == -15

@@ -86,7 +86,7 @@ from .._common.text_file import open_regular, read_text_file
 from .._common.yaml_loader import parse_yaml
 from .._render.drain_config import DRAIN_FILES_PIPELINE, DRAIN_RECEIVER, serve_metrics
 from .._render.sender_config import split_documents
-from .drain_processes import DrainProcess, wait_up, write_config
+from .drain_processes import DrainProcess, end_in_order, wait_up, write_config
 from .queue_place import local_queue_folder
 
 _RETRIED_AFTER_TIMEOUT = re.compile(
@@ -467,21 +467,21 @@ def drain(
         state = DrainState()
         sender_path = write_config(Path(name), SENDER_CONFIG_NAME, sender_document)
         queue_path = write_config(Path(name), DRAIN_CONFIG_NAME, queue_document)
-        sender = DrainProcess.start(binary, sender_path, sender_document)
+        sender = DrainProcess.start(binary, sender_path, sender_document, SENDER_STOP_SECONDS)
         processes = [sender]
         try:
             receivers = _listeners(section_of(sender_document, "receivers"))
             if wait_up(sender, receivers, _HEALTH_TIMEOUT_SECONDS):
-                processes.append(DrainProcess.start(binary, queue_path, queue_document))
+                queue = DrainProcess.start(
+                    binary, queue_path, queue_document, SHUTDOWN_WAIT_SECONDS
+                )
+                processes.append(queue)
                 health = health_url(queue_document)
                 state = _watch(
                     [p.process for p in processes], reading, health, timeout_seconds, progress
                 )
         finally:  # the sender first, as the step's stop: nothing then holds the queue's TERM
-            statuses = [
-                process.end(SENDER_STOP_SECONDS if process is sender else SHUTDOWN_WAIT_SECONDS)
-                for process in processes
-            ]
+            statuses = end_in_order(processes)
         state.files_bytes = reading.files_bytes()
         logs = [process.log() for process in processes]
     # Told when the queue was never read: the sender's end where it ended first (or alone).

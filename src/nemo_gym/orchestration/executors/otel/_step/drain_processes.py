@@ -3,9 +3,10 @@ stopped in the job step's order (see :mod:`.drain` for why there are two).
 
 The sender (the backend path) starts first and is up once each of its receivers answers HTTP
 (any status: it has no health check, as in the step); then the queue's collector. The stop
-TERMs the sender and kills it after ``SENDER_STOP_SECONDS`` (a sender waiting out a backend's
-``Retry-After`` holds its TERM; what it had not delivered was not acknowledged, so the disk
-queue still holds it), then TERMs the queue's collector, killed after ``SHUTDOWN_WAIT_SECONDS``.
+TERMs the sender and kills it after its ``stop_seconds`` (``SENDER_STOP_SECONDS``: a sender
+waiting out a backend's ``Retry-After`` holds its TERM; what it had not delivered was not
+acknowledged, so the disk queue still holds it), then TERMs the queue's collector, killed after
+its own (``SHUTDOWN_WAIT_SECONDS``).
 """
 
 from __future__ import annotations
@@ -32,10 +33,13 @@ class DrainProcess:
 
     process: subprocess.Popen[bytes]
     log_path: Path
+    stop_seconds: float  # how long its stop waits after TERM before it kills it
     exited_early: bool = False  # it exited before the stop asked it to
 
     @classmethod
-    def start(cls, binary: str, config_path: Path, document: Mapping[str, Any]) -> DrainProcess:
+    def start(
+        cls, binary: str, config_path: Path, document: Mapping[str, Any], stop_seconds: float
+    ) -> DrainProcess:
         """The collector ``binary`` run on ``config_path`` (``document``, written there)."""
         log_path = config_path.with_suffix(".log")
         with log_path.open("wb") as log:
@@ -45,20 +49,24 @@ class DrainProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        return cls(process, log_path)
+        return cls(process, log_path, stop_seconds)
 
     def running(self) -> bool:
         return self.process.poll() is None
 
-    def end(self, wait_seconds: float) -> int:
-        """TERM, then at most ``wait_seconds`` before a kill; its exit status."""
+    def end(self) -> int:
+        """TERM, then at most ``stop_seconds`` before a kill (at once, should the wait be
+        interrupted); its exit status."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
-                self.process.wait(timeout=wait_seconds)
+                self.process.wait(timeout=self.stop_seconds)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+                pass
+            finally:
+                if self.process.poll() is None:
+                    self.process.kill()
+                    self.process.wait()
         else:
             self.exited_early = True
         return int(self.process.returncode)
@@ -98,3 +106,16 @@ def wait_up(process: DrainProcess, addresses: Iterable[str], timeout_seconds: fl
             return True
         time.sleep(_UP_POLL_SECONDS)
     return False
+
+
+def end_in_order(processes: list[DrainProcess]) -> list[int]:
+    """Their exit statuses, each ended in turn, every one even when ending one before it was
+    interrupted (a second SIGTERM of the CLI): none is left running."""
+    if not processes:
+        return []
+    first, *rest = processes
+    try:
+        status = first.end()
+    finally:
+        statuses = end_in_order(rest)
+    return [status, *statuses]
