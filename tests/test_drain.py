@@ -19,6 +19,7 @@ from support import helpers
 
 from nemo_gym.orchestration.executors.otel import CollectorConfigError, validate_collector_config
 from nemo_gym.orchestration.executors.otel._common.constants import (
+    DRAIN_HOP_TIMEOUT_SECONDS,
     DRAIN_METRICS_PORT,
     DRAIN_RECEIVER_PORT,
 )
@@ -29,7 +30,9 @@ from nemo_gym.orchestration.executors.otel._render.drain_config import (
 )
 from nemo_gym.orchestration.executors.otel._step.drain import (
     QueueStorage,
+    health_url,
     local_drain_document,
+    local_drain_processes,
     queue_storages,
     read_state,
     relocated,
@@ -148,6 +151,55 @@ def test_the_local_run_moves_every_listener_and_what_points_at_it() -> None:
     # The backend and the token are untouched.
     assert local["exporters"]["otlp_http/backend"] == drain["exporters"]["otlp_http/backend"]
     assert token_variable(local) == "OTEL_TOKEN"
+
+
+def test_the_stop_drains_hop_bound_sits_between_what_it_must_outlast_and_the_kill() -> None:
+    """The stop's drain's hop gives up after ``DRAIN_HOP_TIMEOUT_SECONDS`` (see
+    ``_hop_wait_bounded``): after one attempt at the backend, after the drain's run and the
+    queue's first back-off (so the TERM closes the hop before the queue could ask again inside
+    a longer Retry-After), and before the step kills the drain."""
+    from nemo_gym.orchestration.executors.otel._common.constants import (
+        DRAIN_SECONDS,
+        SHUTDOWN_WAIT_SECONDS,
+    )
+    from nemo_gym.orchestration.executors.otel._templating import context
+
+    attempt = float(context._BACKEND_TIMEOUT.removesuffix("s"))
+    first_back_off = 1.0  # the queue exporter's retry_on_failure.initial_interval
+    assert attempt < DRAIN_HOP_TIMEOUT_SECONDS < SHUTDOWN_WAIT_SECONDS
+    assert DRAIN_SECONDS + first_back_off < DRAIN_HOP_TIMEOUT_SECONDS
+
+
+def _pulled_at(document: dict[str, Any]) -> list[Any]:
+    return [
+        reader["pull"]["exporter"]["prometheus"]["port"]
+        for reader in document["service"]["telemetry"]["metrics"]["readers"]
+    ]
+
+
+def test_the_local_run_is_the_sender_and_the_queue_whose_hop_waits_without_a_bound() -> None:
+    """Cut as the job step cuts the job's config: the sender holds the backend path (and the
+    token's reference) and serves its own metrics; the queue's collector holds the disk queue,
+    whose hop waits for the sender as long as a backend's Retry-After lasts (the stop's drain,
+    one process, bounds it)."""
+    for line in ("current", "legacy"):
+        drain = drain_document(_golden(line))
+        assert drain is not None
+        queue, sender = local_drain_processes(drain, 40000, 40001)
+        local = local_drain_document(drain, 40000)
+        hop = {e: b for e, b in drain["exporters"].items() if e.endswith("/queue")}
+        assert [b["timeout"] for b in hop.values()] == [f"{DRAIN_HOP_TIMEOUT_SECONDS}s"]
+        assert set(queue["exporters"]) == set(hop)
+        assert [queue["exporters"][e]["timeout"] for e in hop] == ["0s"]
+        assert set(sender["exporters"]) == set(local["exporters"]) - set(hop)
+        assert set(sender["receivers"]) == {"otlp/queue"}
+        address = sender["receivers"]["otlp/queue"]["protocols"]["http"]["endpoint"]
+        assert [queue["exporters"][e]["endpoint"] for e in hop] == [f"http://{address}"]
+        assert token_variable(queue) is None and token_variable(sender) == "OTEL_TOKEN"
+        assert _pulled_at(queue) == [40000] and _pulled_at(sender) == [40001]
+        assert "extensions" not in sender and health_url(queue) is not None
+        pipelines = {**queue["service"]["pipelines"], **sender["service"]["pipelines"]}
+        assert pipelines == local["service"]["pipelines"]
 
 
 EXPOSITION = """\
@@ -304,7 +356,7 @@ def test_the_wait_for_health_lasts_while_the_queues_folder_changes(
     monkeypatch.setattr(drain_module, "_POLL_SECONDS", 0.05)
     folder = tmp_path / "queue"
     folder.mkdir()
-    reading = drain_module._Reading(1, set(), set(), [QueueStorage(folder, None)])
+    reading = drain_module._Reading((1,), set(), set(), [QueueStorage(folder, None)])
     unhealthy = "http://127.0.0.1:1/"  # nothing answers there, nor the metrics on port 1
 
     def grow() -> None:  # a compaction's temporary file, written for 3 s
@@ -318,7 +370,7 @@ def test_the_wait_for_health_lasts_while_the_queues_folder_changes(
         writer = threading.Thread(target=grow)
         started = time.monotonic()
         writer.start()
-        state = drain_module._watch(process, reading, unhealthy, None, None)
+        state = drain_module._watch([process], reading, unhealthy, None, None)
         waited = time.monotonic() - started
         writer.join()
         process.kill()
@@ -330,7 +382,7 @@ def test_a_drain_config_of_another_shape_is_left_for_the_collector_to_refuse() -
     """An edited drain.yaml whose sections are not the collector's shapes: the drain reads what
     it can, writes its own telemetry readers, and starts the collector, whose own message names
     the key (the run on a real collector is below)."""
-    from nemo_gym.orchestration.executors.otel._step.drain import backend_exporters, health_url
+    from nemo_gym.orchestration.executors.otel._step.drain import backend_exporters
 
     drain = drain_document(_golden())
     assert drain is not None
@@ -351,6 +403,9 @@ def test_a_drain_config_of_another_shape_is_left_for_the_collector_to_refuse() -
     }
     assert DRAIN_FILES_PIPELINE not in local["service"]["pipelines"]
     assert local["extensions"] == ["health_check"]  # as written: the collector's to refuse
+    queue, _ = local_drain_processes(drain, 40000, 40001)  # and so the queue's collector's
+    assert queue["extensions"] == ["health_check"]
+    assert queue["service"]["pipelines"]["logs/backend"] == ["otlp/queue"]
     assert health_url(local) is None
     assert queue_storages(drain) == []
     assert relocated(drain, Path("/elsewhere"))["extensions"] == ["health_check"]
@@ -480,3 +535,35 @@ def test_a_drain_config_that_is_no_file_is_named_for_what_it_is(
         else ("; remove it and render the job again to write the drain config")
     )
     assert helpers.error_lines(result.stderr) == [f"{path}: {problem}{fix}"]
+
+
+def test_the_drains_processes_end_in_turn_and_none_is_left_running(tmp_path: Path) -> None:
+    """The sender first (killed after its stop time when it holds its TERM, as a sender waiting
+    out a Retry-After does), then the queue's collector; a second SIGTERM of the CLI interrupting
+    the first's wait leaves neither running."""
+    from nemo_gym.orchestration.executors.otel._step.drain_processes import (
+        DrainProcess,
+        end_in_order,
+    )
+
+    def started(script: str, stop_seconds: float) -> DrainProcess:
+        process = subprocess.Popen(["sh", "-c", script])
+        return DrainProcess(process, tmp_path / "unused.log", stop_seconds)
+
+    holding = started("trap '' TERM; sleep 30", 0.5)
+    queue = started("exec sleep 30", 5)
+    began = time.monotonic()
+    assert end_in_order([holding, queue]) == [-9, -15]
+    assert time.monotonic() - began < 3
+
+    holding, queue = started("trap '' TERM; sleep 30", 30), started("exec sleep 30", 5)
+
+    def interrupted(timeout: float | None = None) -> int:
+        holding.process.wait = original  # type: ignore[method-assign]
+        raise KeyboardInterrupt  # what the CLI's handler raises on a second SIGTERM
+
+    original = holding.process.wait
+    holding.process.wait = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        end_in_order([holding, queue])
+    assert holding.process.poll() == -9 and queue.process.poll() == -15

@@ -170,9 +170,12 @@ def test_an_earlier_queue_in_the_job_dir_is_not_abandoned(
 
 
 def _fake_collector(tmp_path: Path) -> Path:
-    """A "collector" that keeps the config it was given and reports nothing."""
+    """A "collector" that keeps the config the drain wrote for its queue's collector (beside
+    the sender's it is given first: the queue's is started only once a sender answers) and
+    reports nothing."""
     script = tmp_path / "otelcol-fake"
-    script.write_text(f'#!/bin/sh\ncp "${{1#--config=file:}}" {tmp_path}/given.yaml\n', "utf-8")
+    given = '"$(dirname "${1#--config=file:}")/drain.yaml"'
+    script.write_text(f"#!/bin/sh\ncp {given} {tmp_path}/given.yaml\n", "utf-8")
     script.chmod(0o755)
     return script
 

@@ -19,15 +19,21 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
 from support import helpers
-from support.e2e_backend import Arrival
 from support.e2e_job import running, wait_for
 from support.e2e_life import Life
-from support.e2e_otlp import post_json, read_signal
+from support.e2e_otlp import read_signal
+from support.e2e_push_back import (
+    TIMER_SLACK,
+    arrival_times,
+    bodies_of,
+    inside_delays,
+    post_logs,
+    taken,
+)
 from support.otelcol import collector_binary
 
 from nemo_gym.orchestration.executors.otel._common.constants import (
@@ -40,47 +46,7 @@ pytestmark = pytest.mark.collector
 
 LINES = tuple(helpers.line_metadata())
 RETRY_AFTER = 3
-IN_FLIGHT_SLACK = 1.0
-TIMER_SLACK = 0.05  # the collector's timer against this process's clock
 LONG_RETRY_AFTER = 30
-
-
-def _post(host: str, tag: str, records: int = 5) -> set[str]:
-    bodies = {f"{tag}-{i}-{secrets.token_hex(4)}" for i in range(records)}
-    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "retry"}}]}
-    logs = [{"body": {"stringValue": body}} for body in sorted(bodies)]
-    post_json(
-        host,
-        "logs",
-        {"resourceLogs": [{"resource": resource, "scopeLogs": [{"logRecords": logs}]}]},
-    )
-    return bodies
-
-
-def _bodies(items: list[object]) -> Counter[str]:
-    return Counter(str(getattr(item, "body", "")) for item in items)
-
-
-def _holds(arrivals: list[Arrival], bodies: set[str]) -> bool:
-    """Whether the backend took every body (an arrival it did not push back)."""
-    return bodies <= set(_bodies([i for a in arrivals if not a.pushed_back for i in a.items]))
-
-
-def _inside_delays(arrivals: list[Arrival], retry_after: float) -> list[str]:
-    """Requests that reached the backend inside a delay it asked for, past the slack."""
-    found = []
-    for i, refused in enumerate(arrivals):
-        if not refused.pushed_back:
-            continue
-        for later in arrivals[i + 1 :]:
-            gap = later.at - refused.at
-            if IN_FLIGHT_SLACK < gap < retry_after - TIMER_SLACK:
-                found.append(f"{gap:.2f}s after a {refused.pushed_back}")
-    return found
-
-
-def _timeline(arrivals: list[Arrival], start: float) -> str:
-    return ", ".join(f"{a.at - start:.2f}s:{a.pushed_back or 200}" for a in arrivals)
 
 
 @pytest.mark.parametrize("line", LINES)
@@ -99,19 +65,21 @@ def test_retry_after_is_honoured_by_the_job_and_by_the_drain(line: str, tmp_path
             collector.wait_healthy()
             # 429, Retry-After: 3, for 7 s: the request waits, is refused again, then taken.
             began = proxy.push_back(429, RETRY_AFTER, 7)
-            first = _post(host, "first")
-            wait_for(lambda: _holds(proxy.arrivals.get("logs", []), first), 40, "the first batch")
+            first = post_logs(host, "first")
+            wait_for(
+                lambda: first <= set(taken(proxy.arrivals.get("logs", []))), 40, "the first batch"
+            )
             arrivals = list(proxy.arrivals["logs"])
-            timeline = _timeline(arrivals, began)
+            timeline = arrival_times(arrivals, began)
             assert sum(1 for a in arrivals if a.pushed_back) >= 2, timeline
-            assert not _inside_delays(arrivals, RETRY_AFTER), timeline
+            assert not inside_delays(arrivals, RETRY_AFTER), timeline
             assert arrivals[-1].at - began >= 7 - TIMER_SLACK, timeline  # resumed after it
             print(f"{line} job, 429 Retry-After {RETRY_AFTER} for 7s: {timeline}")
 
             # 503, Retry-After: 30, and the stop in the middle of the delay.
             seen = len(proxy.arrivals["logs"])
             began = proxy.push_back(503, LONG_RETRY_AFTER, 600)
-            second = _post(host, "second")
+            second = post_logs(host, "second")
             wait_for(
                 lambda: any(a.pushed_back for a in proxy.arrivals["logs"][seen:]),
                 20,
@@ -122,7 +90,7 @@ def test_retry_after_is_honoured_by_the_job_and_by_the_drain(line: str, tmp_path
             collector_status = collector.stop()  # the sender first, as the step's stop
             stop_seconds = time.monotonic() - termed
             arrivals = list(proxy.arrivals["logs"][seen:])
-            timeline = _timeline(arrivals, began)
+            timeline = arrival_times(arrivals, began)
             print(
                 f"{line} job, 503 Retry-After {LONG_RETRY_AFTER}, stop 2s into it: sender "
                 f"killed={sender.killed} after {sender.exit_seconds:.2f}s, collector exited "
@@ -133,8 +101,8 @@ def test_retry_after_is_honoured_by_the_job_and_by_the_drain(line: str, tmp_path
             assert sender.exit_seconds < SENDER_STOP_SECONDS + 1
             assert collector.exit_seconds is not None and collector.exit_seconds < 10
             assert stop_seconds < SENDER_STOP_SECONDS + 10
-            assert not _inside_delays(arrivals, LONG_RETRY_AFTER), timeline
-        files = _bodies(read_signal(life.otel_dir, "logs"))
+            assert not inside_delays(arrivals, LONG_RETRY_AFTER), timeline
+        files = bodies_of(read_signal(life.otel_dir, "logs"))
         assert {b: files[b] for b in first | second} == dict.fromkeys(first | second, 1)
 
         # The stop's drain against 503 with Retry-After: 30: it runs its bound, its TERM comes
@@ -144,10 +112,10 @@ def test_retry_after_is_honoured_by_the_job_and_by_the_drain(line: str, tmp_path
         assert life.stop_drain(env, outside / "drain-held.log") == 0
         drain_seconds = time.monotonic() - began
         arrivals = list(proxy.arrivals["logs"][seen:])
-        timeline = _timeline(arrivals, began)
+        timeline = arrival_times(arrivals, began)
         print(f"{line} drain, 503 Retry-After {LONG_RETRY_AFTER}: {drain_seconds:.2f}s; {timeline}")
         assert any(a.pushed_back for a in arrivals), timeline
-        assert not _inside_delays(arrivals, LONG_RETRY_AFTER), timeline
+        assert not inside_delays(arrivals, LONG_RETRY_AFTER), timeline
         assert drain_seconds < DRAIN_SECONDS + DRAIN_HOP_TIMEOUT_SECONDS + 5
 
         # The stop's drain, against 429 with Retry-After: 3 for 2.5 s.
@@ -155,11 +123,11 @@ def test_retry_after_is_honoured_by_the_job_and_by_the_drain(line: str, tmp_path
         began = proxy.push_back(429, RETRY_AFTER, 2.5)
         assert life.stop_drain(env, outside / "drain.log") == 0
         arrivals = list(proxy.arrivals["logs"][seen:])
-        timeline = _timeline(arrivals, began)
+        timeline = arrival_times(arrivals, began)
         print(f"{line} drain, 429 Retry-After {RETRY_AFTER} for 2.5s: {timeline}")
         assert any(a.pushed_back for a in arrivals), timeline
-        assert not _inside_delays(arrivals, RETRY_AFTER), timeline
-        backend = _bodies(life.backend.items("logs"))
+        assert not inside_delays(arrivals, RETRY_AFTER), timeline
+        backend = bodies_of(life.backend.items("logs"))
         assert {b: backend[b] for b in first | second} == dict.fromkeys(first | second, 1)
     finally:
         life.close()

@@ -210,7 +210,8 @@ class RoutingProxy:
         self._late_pending: set[str] = set()  # signals whose next kept request is answered late
         self.late: dict[str, list[Any]] = {}  # signal -> the requests kept and answered late
         self.answered_late: Counter[str] = Counter()
-        self._push_back: tuple[int, int, float] | None = None  # status, Retry-After, until
+        # status, Retry-After, until, how many requests more (None: any number)
+        self._push_back: tuple[int, int, float, int | None] | None = None
         self.arrivals: dict[str, list[Arrival]] = {}  # signal -> every request, in order
         self._server = LoopbackServer(otlp_handler(self._serve), host=host)
 
@@ -238,12 +239,15 @@ class RoutingProxy:
         with self._lock:
             self._black_hole = True
 
-    def push_back(self, status: int, retry_after: int, seconds: float) -> float:
+    def push_back(
+        self, status: int, retry_after: int, seconds: float, requests: int | None = None
+    ) -> float:
         """For ``seconds`` from now: every request answered ``status`` (429, 503) with
-        ``Retry-After: <retry_after>``; returns when that began (``time.monotonic``)."""
+        ``Retry-After: <retry_after>``, or only the next ``requests`` of them; returns when that
+        began (``time.monotonic``)."""
         began = time.monotonic()
         with self._lock:
-            self._push_back = (status, retry_after, began + seconds)
+            self._push_back = (status, retry_after, began + seconds, requests)
         return began
 
     def answer_late(self, seconds: float, signals: tuple[str, ...]) -> None:
@@ -274,11 +278,16 @@ class RoutingProxy:
             items = ()
         with self._lock:
             push_back = self._push_back if self._push_back and now < self._push_back[2] else None
+            if push_back and push_back[3] is not None:
+                if push_back[3] > 0:
+                    self._push_back = (*push_back[:3], push_back[3] - 1)
+                else:
+                    push_back = None
             self.arrivals.setdefault(signal, []).append(
                 Arrival(now, push_back[0] if push_back else 0, items)
             )
         if push_back:
-            status, retry_after, _ = push_back
+            status, retry_after, *_ = push_back
             return status, "text/plain", b"slow down", {"Retry-After": str(retry_after)}
         if black_hole:
             with self._lock:

@@ -20,9 +20,11 @@ SENDER_CONFIG_NAME = "sender.yaml"
 # How long the stop waits for the sender to exit on TERM before it kills it: a sender waiting out
 # a backend's Retry-After holds its TERM that long; what it had not delivered is still queued.
 SENDER_STOP_SECONDS = 5
-# The drain is one process (queue, hop and backend path): its TERM waits for the hop's requests,
-# which wait out the backend's Retry-After. Its hop's timeout bounds that, inside
-# SHUTDOWN_WAIT_SECONDS (the job's hop waits 120s: the sender holds the wait there).
+# The stop's drain is one process (queue, hop and backend path): its TERM waits for the hop's
+# requests, which wait out the backend's Retry-After. Its hop's timeout bounds that, inside
+# SHUTDOWN_WAIT_SECONDS and past DRAIN_SECONDS (see _render/drain_config.py); the job's hop waits
+# 120s (the sender holds the wait there), `nemo-gym-otel drain`'s without a limit (two
+# processes too, see _step/drain.py).
 DRAIN_HOP_TIMEOUT_SECONDS = 15
 # How long at most the stop runs the drain config once it is healthy: a stop's remainder (the
 # last second's batch) takes a healthy backend a second or two. The stop ends the drain sooner,

@@ -21,7 +21,9 @@ instead of the job's OTLP/HTTP port. No scrape, no connector. The drain also ser
 metrics on the hop's loopback host at ``DRAIN_METRICS_PORT``: the stop ends it once they say its
 queues are empty, rather than after a fixed time. Its hop waits at most
 ``DRAIN_HOP_TIMEOUT_SECONDS`` for the backend path (the job's waits longer, see
-:mod:`.sender_config`): the drain is one process, whose TERM waits for its hop's requests.
+:mod:`.sender_config`): the stop's drain is one process, whose TERM waits for its hop's
+requests. ``nemo-gym-otel drain`` runs it as two processes without that bound (see
+:mod:`..._step.drain`).
 """
 
 from __future__ import annotations
@@ -87,11 +89,16 @@ def drain_document(config: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _hop_wait_bounded(document: dict[str, Any], hops: Mapping[str, str]) -> None:
-    """The drain runs the backend path in its own process, behind the hop: a TERM waits for the
-    hop's requests, which wait for the backend exporter's retries (a backend's Retry-After, a
-    backend that never answers). Each hop request is bounded by ``DRAIN_HOP_TIMEOUT_SECONDS``,
-    so the stop's TERM of the drain ends within ``SHUTDOWN_WAIT_SECONDS``; a Retry-After longer
-    than that is cut short there (the queue asks again after its back-off)."""
+    """The stop's drain runs the backend path in its own process, behind the hop: a TERM waits
+    for the hop's requests, which wait for the backend exporter's retries (a backend's
+    Retry-After, a backend that never answers). Each hop request is bounded by
+    ``DRAIN_HOP_TIMEOUT_SECONDS``, which must be: longer than one attempt at the backend (the
+    backend exporter's 10 s), so that a slow answer is not asked for again; shorter than
+    ``SHUTDOWN_WAIT_SECONDS``, so that the TERM ends before the step kills the drain; and
+    longer than ``DRAIN_SECONDS`` and the queue's first back-off (1 s), so that the stop's TERM,
+    which closes the hop's receiver, comes before the queue would ask again: a longer
+    Retry-After is cut short, but no request reaches the backend inside it. ``nemo-gym-otel
+    drain``, which runs longer, lifts the bound (see :func:`..._step.drain.local_drain_processes`)."""
     exporters = document.get("exporters")
     for exporter in hops:
         body = exporters.get(exporter) if isinstance(exporters, dict) else None

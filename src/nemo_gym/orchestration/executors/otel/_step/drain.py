@@ -3,13 +3,31 @@ queue on a node's own disk from that node only).
 
 The job directory's ``otel/drain.yaml`` is the job's own backend path (see
 :mod:`.._render.drain_config`), so the drain needs nothing but a collector binary of the job's
-line and the token in the environment. It is run as written except for where it listens: the
-job's addresses belong to the job's node, so every listener moves to a free loopback port (the
-hop's exporter and the delivery report's push follow their receiver), and one pull reader of the
-collector's own metrics on another free loopback port tells the drain how much is still queued
-and how much the backend took (``otelcol_exporter_queue_size``, in bytes for the disk queue;
-``otelcol_exporter_sent_*`` of the backend exporter). The run config lives in a temporary
-folder and holds no secret: the token stays a reference.
+line and the token in the environment. It is run as written except for where it listens and
+the hop's wait: the job's addresses belong to the job's node, so every listener moves to a free
+loopback port (the hop's exporter and the delivery report's push follow their receiver), and a
+pull reader of each process's own metrics on a free loopback port tells the drain how much is
+still queued and how much the backend took (``otelcol_exporter_queue_size``, in bytes for the
+disk queue; ``otelcol_exporter_sent_*`` of the backend exporter). The run configs live in a
+temporary folder and hold no secret: the token stays a reference.
+
+It runs as two collector processes, as the job step runs the job's collector (see
+:mod:`.._render.sender_config`): the sender (every pipeline receiving from a hop: the hop's
+receiver, the tenant stamp, the backend exporter) started first, and the queue's collector (the
+rest: the disk queue and its exporter to the sender's receiver). The hop waits for the sender
+without a time limit, so the backend exporter waits out a ``Retry-After`` of any length before
+it asks again. The stop's drain in the job step is one process whose hop gives up after
+``DRAIN_HOP_TIMEOUT_SECONDS`` (see :mod:`.._render.drain_config`): its TERM waits for the hop's
+requests and must end inside Slurm's stop time. Run so here, a longer delay was cut short and the
+queue asked the backend again inside it (measured: 15.7 s after a refusal carrying
+``Retry-After: 20``). Two processes rather than that one with the hop's bound lifted to the
+job's 120 s: a ``Retry-After`` longer than that would still be cut, and the stop (``--timeout``,
+an interrupt) would wait for the hop's requests, killing the queue's collector after
+``SHUTDOWN_WAIT_SECONDS`` where they outlast it. Here the stop ends the sender first, killed
+after ``SENDER_STOP_SECONDS`` when it holds a request (not acknowledged, so the disk queue still
+holds its items: at-least-once, as at the job's stop), then TERMs the queue's collector, which
+no request holds: the run ends within those seconds of its timeout. What it costs: a second
+collector process while the drain runs.
 
 The drain ends when every disk queue is empty and its files are compacted, with TERM and the
 bounded wait of the job step's stop. Its own counters are not pushed into the job's files (the
@@ -40,7 +58,6 @@ import copy
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import tempfile
@@ -53,24 +70,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .._checks.graph import component_type, pipeline_refs, pipelines_of, section_of
+from .._checks.graph import SECTIONS, component_type, pipeline_refs, pipelines_of, section_of
 from .._checks.hops import disk_hops
 from .._common.constants import (
     COLLECTOR_DIR,
     DRAIN_CONFIG_NAME,
     DRAIN_RECORD_NAME,
     QUEUE_DIR_NAME,
+    SENDER_CONFIG_NAME,
+    SENDER_STOP_SECONDS,
     SHUTDOWN_WAIT_SECONDS,
 )
 from .._common.errors import SubmitConfigError
 from .._common.text_file import open_regular, read_text_file
 from .._common.yaml_loader import parse_yaml
-from .._render.drain_config import (
-    DRAIN_FILES_PIPELINE,
-    DRAIN_RECEIVER,
-    feature_gate_arguments,
-    serve_metrics,
-)
+from .._render.drain_config import DRAIN_FILES_PIPELINE, DRAIN_RECEIVER, serve_metrics
+from .._render.sender_config import split_documents
+from .drain_processes import DrainProcess, end_in_order, wait_up, write_config
 from .queue_place import local_queue_folder
 
 _RETRIED_AFTER_TIMEOUT = re.compile(
@@ -230,6 +246,37 @@ def local_drain_document(document: Mapping[str, Any], metrics_port: int) -> dict
         if exporter not in used and isinstance(exporters, dict):
             exporters.pop(exporter, None)
     return local
+
+
+def local_drain_processes(
+    document: Mapping[str, Any], queue_metrics_port: int, sender_metrics_port: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the queue's collector's config, the sender's): :func:`local_drain_document` cut as the
+    job step cuts the job's (:func:`.._render.sender_config.split_documents`), the hop waiting
+    for the sender without a time limit, and the sender serving its own metrics on
+    ``sender_metrics_port``. What the cut cannot read (a section or a pipeline of another shape,
+    in an edited drain.yaml) goes to the queue's collector as written, for the collector to
+    refuse in its own words."""
+    local = local_drain_document(document, queue_metrics_port)
+    exporters = local.get("exporters")
+    for exporter in disk_hops(local):
+        if isinstance(exporters, dict) and isinstance(exporters.get(exporter), dict):
+            exporters[exporter] = {**exporters[exporter], "timeout": "0s"}  # 0: none
+    split = split_documents(local)
+    assert split is not None, "drain_config_document found a disk hop"
+    queue, sender = split
+    for section in SECTIONS:
+        if section in local and not isinstance(local[section], Mapping):
+            queue[section] = local[section]
+    odd = {i: p for i, p in local["service"]["pipelines"].items() if not isinstance(p, Mapping)}
+    queue["service"]["pipelines"].update(odd)
+    sender["service"] = {
+        **sender["service"],
+        "telemetry": copy.deepcopy(local["service"]["telemetry"]),
+    }
+    metrics = sender["service"]["telemetry"]["metrics"]
+    serve_metrics(metrics, "127.0.0.1", sender_metrics_port, [])
+    return queue, sender
 
 
 def _section(holder: dict[str, Any], key: str) -> dict[str, Any]:
@@ -412,40 +459,43 @@ def drain(
         )
     _check_record(job_dir)  # before the run, which cannot be undone
     hops, backends = set(disk_hops(document)), backend_exporters(document)
-    metrics_port = _free_port()
-    reading = _Reading(metrics_port, hops, backends, storages)
-    local = local_drain_document(document, metrics_port)
+    ports = (_free_port(), _free_port())
+    reading = _Reading(ports, hops, backends, storages)
+    queue_document, sender_document = local_drain_processes(document, *ports)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="nemo-gym-otel-drain-") as folder:
-        import yaml
-
-        config_path = Path(folder) / DRAIN_CONFIG_NAME
-        config_path.write_text(yaml.safe_dump(local, sort_keys=False), encoding="utf-8")
-        log_path = Path(folder) / "collector.log"
-        with log_path.open("wb") as log:
-            process = subprocess.Popen(
-                [binary, f"--config=file:{config_path}", *feature_gate_arguments(local)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+    with tempfile.TemporaryDirectory(prefix="nemo-gym-otel-drain-") as name:
+        state = DrainState()
+        sender_path = write_config(Path(name), SENDER_CONFIG_NAME, sender_document)
+        queue_path = write_config(Path(name), DRAIN_CONFIG_NAME, queue_document)
+        sender = DrainProcess.start(binary, sender_path, sender_document, SENDER_STOP_SECONDS)
+        processes = [sender]
         try:
-            health = health_url(local)
-            state = _watch(process, reading, health, timeout_seconds, progress)
-        finally:
-            status = _stop(process)
+            receivers = _listeners(section_of(sender_document, "receivers"))
+            if wait_up(sender, receivers, _HEALTH_TIMEOUT_SECONDS):
+                queue = DrainProcess.start(
+                    binary, queue_path, queue_document, SHUTDOWN_WAIT_SECONDS
+                )
+                processes.append(queue)
+                health = health_url(queue_document)
+                state = _watch(
+                    [p.process for p in processes], reading, health, timeout_seconds, progress
+                )
+        finally:  # the sender first, as the step's stop: nothing then holds the queue's TERM
+            statuses = end_in_order(processes)
         state.files_bytes = reading.files_bytes()
-        text = log_path.read_text(encoding="utf-8", errors="replace")
-    tail = "\n".join(text.splitlines()[-3:])
-    retried = retried_after_timeout(text, hops | backends)  # as the job's (see disk_queue)
-    return DrainResult(state, time.monotonic() - started, retried, status, tail)
+        logs = [process.log() for process in processes]
+    # Told when the queue was never read: the sender's end where it ended first (or alone).
+    telling = 0 if sender.exited_early else -1
+    tail = "\n".join(logs[telling].splitlines()[-3:])
+    retried = retried_after_timeout("\n".join(logs), hops | backends)  # as the job's
+    return DrainResult(state, time.monotonic() - started, retried, statuses[telling], tail)
 
 
 @dataclass(frozen=True)
 class _Reading:
     """Where the drain reads its state: the collector's exposition and the queues' folders."""
 
-    port: int
+    ports: tuple[int, ...]  # the pull readers of the queue's collector and of the sender
     hops: set[str]
     backends: set[str]
     storages: list[QueueStorage]
@@ -454,10 +504,10 @@ class _Reading:
         return sum(storage.files_bytes() for storage in self.storages)
 
     def state(self) -> DrainState | None:
-        text = _get(f"http://127.0.0.1:{self.port}/metrics")
-        if text is None:
+        texts = [_get(f"http://127.0.0.1:{port}/metrics") for port in self.ports]
+        if None in texts:
             return None
-        state = read_state(text, self.hops, self.backends)
+        state = read_state("\n".join(map(str, texts)), self.hops, self.backends)
         state.files_bytes = self.files_bytes()
         return state
 
@@ -466,7 +516,7 @@ class _Reading:
 
 
 def _watch(
-    process: subprocess.Popen[bytes],
+    processes: list[subprocess.Popen[bytes]],
     reading: _Reading,
     health: str | None,
     timeout_seconds: float | None,
@@ -478,7 +528,7 @@ def _watch(
     emptied_at: float | None = None
     ready = health is None
     folder_bytes, changed_at = reading.files_bytes(), started
-    while process.poll() is None:
+    while all(process.poll() is None for process in processes):
         # The metrics answer from the start, the queue's size only once its exporter has
         # started (after a compaction at start, if the storage does one): the health check
         # says when every component has.
@@ -504,17 +554,6 @@ def _watch(
             break
         time.sleep(_POLL_SECONDS)
     return state
-
-
-def _stop(process: subprocess.Popen[bytes]) -> int:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=SHUTDOWN_WAIT_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    return int(process.returncode)
 
 
 def _check_record(job_dir: Path) -> None:

@@ -69,8 +69,8 @@ _MAX_SCRAPE_TIMEOUT_SECONDS = 10
 # repeats) a request the backend is still working on, and the backend exporter behind it retries
 # for as long as the hop waits: a Retry-After of up to about that long is waited out there
 # (_render/sender_config.py). The stop ends the sender before the collector's TERM, so the hop's
-# wait no longer holds the collector; it holds the stop's drain, one process, which the stop kills
-# after SHUTDOWN_WAIT_SECONDS (what it had not sent stays queued).
+# wait no longer holds the collector. The stop's drain, one process, bounds its hop's wait at
+# DRAIN_HOP_TIMEOUT_SECONDS; `nemo-gym-otel drain` runs a sender too and lifts it.
 _BACKEND_TIMEOUT = "10s"
 _HOP_TIMEOUT = "120s"
 _QUEUE_CONSUMERS = 4
