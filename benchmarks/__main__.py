@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
             (f"500 jobs written (goal < 2 s), {w['written']} files each", both("total")),
             ("first job (loads jinja2, compiles templates)", both("first", 1)),
             ("per job after the first", both("per_job")),
-            ("  of which rendering and checking both files (no write)", both("render_only")),
+            ("  of which rendering and checking its files (no write)", both("render_only")),
+            ("  and the same files written again (nothing rendered)", both("write_only")),
         ]
     if "import" in args.only:
         from .render import import_cost

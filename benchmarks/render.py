@@ -18,7 +18,10 @@ from support import helpers
 
 from nemo_gym.orchestration.api import SubmitConfig
 from nemo_gym.orchestration.executors import otel
-from nemo_gym.orchestration.executors.otel._render.rendering import render_job_files
+from nemo_gym.orchestration.executors.otel._render.rendering import (
+    render_job_files,
+    write_rendered,
+)
 from nemo_gym.orchestration.executors.otel._templating.context import (
     policy_model_name,
     submitting_user,
@@ -307,17 +310,27 @@ def submission(jobs: int, root: str) -> dict[str, Any]:
         per_job.append((time.perf_counter() - t0) * 1000)
     total = time.perf_counter() - start
     written = len(list(Path(root).glob("runs/gym-0001/*/otel/collector.yaml")))
-    # The same jobs' files (collector.yaml and drain.yaml) rendered and checked again without
-    # writing: what of a job is the package's own work and what is the disk's.
-    render_only = []
+    # The same jobs' files (collector.yaml and the three cut from it) rendered and checked again
+    # without writing, then written again into fresh folders without rendering: what of a job
+    # is the package's own work and what is the disk's.
+    render_only, files = [], []
     for benchmark in config.driver.benchmarks:
         t0 = time.perf_counter()
-        render_job_files(config, benchmark, f"{root}/runs/gym-0001/{benchmark}")
+        text, companions, _ = render_job_files(
+            config, benchmark, f"{root}/runs/gym-0001/{benchmark}"
+        )
         render_only.append((time.perf_counter() - t0) * 1000)
+        files.append((benchmark, text, companions))
+    write_only = []
+    for benchmark, text, companions in files:
+        t0 = time.perf_counter()
+        write_rendered(text, f"{root}/again/gym-0001/{benchmark}", companions)
+        write_only.append((time.perf_counter() - t0) * 1000)
     return {
         "total_s": total,
         "per_job_ms": per_job,
         "render_only_ms": render_only,
+        "write_only_ms": write_only,
         "written": written,
     }
 
@@ -385,6 +398,11 @@ def _write_samples(jobs: int, reports: list[dict[str, Any]]) -> dict[str, Any]:
             "render_job_files per job, no write",
             "ms",
             tuple(v for r in reports for v in r["render_only_ms"]),
+        ),
+        "write_only": Sample(
+            "write_rendered per job, nothing rendered",
+            "ms",
+            tuple(v for r in reports for v in r["write_only_ms"]),
         ),
         "written": min(r["written"] for r in reports),
     }

@@ -85,7 +85,8 @@ def test_a_refused_render_writes_nothing(tmp_path: Path, example_mapping: dict) 
 def test_a_failure_of_either_of_two_files_keeps_both_previous_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
 ) -> None:
-    """The second file is written on a thread of its own: its failure fails the write too."""
+    """Both temporaries are written before either is fsynced: a failure of the second's fsync
+    fails the write too, and leaves neither temporary."""
     for name in ("a.yaml", "b.yaml"):
         (tmp_path / name).write_text(f"previous {name}\n", encoding="utf-8")
     real_fsync = os.fsync

@@ -11,6 +11,7 @@ compared with ``yaml.dump``.
 
 from __future__ import annotations
 
+import copy as copy_module
 import functools
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,13 @@ from nemo_gym.orchestration.executors.otel._common.json_schema import (
     violations,
 )
 from nemo_gym.orchestration.executors.otel._common.resources import load_schema, schema_names
-from nemo_gym.orchestration.executors.otel._common.yaml_fast_dump import dump_plain
+from nemo_gym.orchestration.executors.otel._common.yaml_fast_dump import (
+    dump_in_parts,
+    dump_plain,
+)
 from nemo_gym.orchestration.executors.otel._common.yaml_loader import parse_yaml
 from nemo_gym.orchestration.executors.otel._render.drain_config import drain_document
+from nemo_gym.orchestration.executors.otel._render.sender_config import split_documents
 
 GOLDEN = sorted((helpers.REPO / "tests" / "golden").glob("*/*/*.yaml"))
 COLLECTOR_SCHEMAS = [
@@ -254,12 +259,17 @@ def _reference_dump(document: Any) -> str:
     "path", GOLDEN, ids=lambda p: str(p.relative_to(helpers.REPO / "tests" / "golden"))
 )
 def test_golden_drain_configs_dump_as_pyyaml_does(path: Path) -> None:
-    """Each golden rendering's drain config (the document dumped at every job's write), and the
-    rendering itself, written by the fast path exactly as ``yaml.dump`` writes them."""
+    """Each golden rendering's cuts (the drain config and the job step's two, dumped at every
+    job's write), and the rendering itself, written by the fast path, whole and in parts (each
+    part twice: once dumped, once as kept), exactly as ``yaml.dump`` writes them."""
     document = yaml.load(path.read_text("utf-8"), Loader=yaml.CSafeLoader)
     drain = drain_document(document)
-    for each in [document, *([drain] if drain is not None else [])]:
-        assert dump_plain(each, _DUMPER, width=100) == _reference_dump(each)
+    cuts = [*([drain] if drain is not None else []), *(split_documents(document) or ())]
+    for each in [document, *cuts]:
+        reference = _reference_dump(each)
+        assert dump_plain(each, _DUMPER, width=100) == reference
+        assert dump_in_parts(each, _DUMPER, width=100) == reference
+        assert dump_in_parts(each, _DUMPER, width=100) == reference
 
 
 _DUMP_CASES = [
@@ -280,6 +290,27 @@ _DUMP_CASES = [
 @pytest.mark.parametrize("document", _DUMP_CASES)
 def test_dump_matches_pyyaml(document: Any) -> None:
     assert dump_plain(document, _DUMPER, width=100) == _reference_dump(document)
+    copy = functools.partial(copy_module.deepcopy, document)
+    sections = {"s": copy(), "t": {"u": copy()}, "v": {"w": copy(), "x": [copy()]}}
+    assert dump_in_parts(sections, _DUMPER, width=100) == _reference_dump(sections)
+
+
+def test_dump_in_parts_gives_up_on_an_object_in_two_parts() -> None:
+    """``yaml.dump`` anchors an object met twice, also across two sections or components."""
+    shared = {"a": 1}
+    for document in ({"s": {"x": shared}, "t": {"y": shared}}, {"s": {"x": shared, "y": shared}}):
+        with pytest.raises(yaml_fast_path.NotPlain):
+            dump_in_parts(document, _DUMPER, width=100)
+
+
+def test_dump_in_parts_gives_up_on_a_key_over_several_lines() -> None:
+    for key in ("k" * 200, "a\nb"):
+        document = {key: {"x": 1, "y": 2}, "s": {key: 1, "t": 2}}
+        try:
+            got = dump_in_parts(document, _DUMPER, width=100)
+        except yaml_fast_path.NotPlain:
+            continue
+        assert got == _reference_dump(document)
 
 
 def test_dump_of_nan_matches_pyyaml() -> None:
@@ -315,6 +346,25 @@ def test_generated_dumps_match_pyyaml(data: Any) -> None:
         assert not _string_keys(data)
         return
     assert got == _reference_dump(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.dictionaries(st.text(max_size=6), st.dictionaries(st.text(max_size=6), _DATA)))
+def test_generated_dumps_in_parts_match_pyyaml(data: Any) -> None:
+    """Mappings of mappings (a config's sections of components), dumped in parts; it gives up
+    only where the whole would too, or on a key written over several lines."""
+    try:
+        got = dump_in_parts(data, _DUMPER, width=100)
+    except yaml_fast_path.NotPlain:
+        keys = [*data, *(k for v in data.values() if isinstance(v, dict) for k in v)]
+        assert not _string_keys(data) or not all(map(_one_line_key, keys))
+        return
+    assert got == _reference_dump(data)
+
+
+def _one_line_key(key: Any) -> bool:
+    first, _, rest = _reference_dump({key: {"x": 1}}).partition("\n")
+    return first.endswith(":") and rest.startswith(" ")
 
 
 def _string_keys(data: Any) -> bool:

@@ -60,6 +60,76 @@ def dump_plain(document: Any, dumper: type, *, width: int) -> str:
     return stream.getvalue()
 
 
+# (dumper, width, section, repr of the component's id and body) -> the text of the document
+# {section: {id: body}}; emptied when full, like the scalar events.
+_part_texts: dict[tuple[type, int, str, str, str], str] = {}
+_MAX_PARTS = 4096
+
+
+def dump_in_parts(document: Any, dumper: type, *, width: int) -> str:
+    """:func:`dump_plain`'s text of a mapping, each entry of a section that is a mapping (a
+    collector config's component, or a part of its service) dumped once per distinct content
+    and process: the configs cut from a submission's jobs repeat all but a few components.
+
+    A block mapping's entries are written one after the other at one indentation, each by its
+    own key and value alone, so the text of ``{section: {id: body, ...}}`` is the section's line
+    followed by each entry's lines as ``{section: {id: body}}`` writes them, and a document's is
+    its sections' texts in order (``tests/test_libraries_agree.py`` holds this to ``yaml.dump``
+    on every golden rendering and its cuts, and on generated documents). A part is kept by the
+    ``repr`` of its id and body, which tells any two plain trees apart (strings quoted, ``1``,
+    ``1.0`` and ``True`` distinct, keys in their order); only a plain tree's text is kept, and
+    an object met twice (which ``yaml.dump`` anchors) makes the whole document go the reference
+    way (:class:`NotPlain`)."""
+    if type(document) is not dict or not document:
+        return dump_plain(document, dumper, width=width)
+    _refuse_shared(document)
+    out: list[str] = []
+    for section, body in document.items():
+        if type(section) is not str:
+            raise NotPlain
+        if type(body) is not dict or not body:
+            out.append(dump_plain({section: body}, dumper, width=width))
+            continue
+        head = None
+        for entry, value in body.items():
+            first, _, rest = _part(dumper, width, section, entry, value).partition("\n")
+            if not (first.endswith(":") and rest.startswith(" ")):
+                raise NotPlain  # a key written over several lines: only the whole says how
+            if head is None:
+                head = first
+                out.append(first + "\n")
+            elif first != head:
+                raise NotPlain
+            out.append(rest)
+    return "".join(out)
+
+
+def _part(dumper: type, width: int, section: str, entry: Any, value: Any) -> str:
+    key = (dumper, width, section, repr(entry), repr(value))
+    text = _part_texts.get(key)
+    if text is None:
+        text = dump_plain({section: {entry: value}}, dumper, width=width)
+        if len(_part_texts) >= _MAX_PARTS:
+            _part_texts.clear()
+        _part_texts[key] = text
+    return text
+
+
+def _refuse_shared(document: Any) -> None:
+    """:class:`NotPlain` when a mapping or list occurs twice in ``document``."""
+    seen = {id(document)}
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        for child in node.values() if type(node) is dict else node:
+            kind = type(child)
+            if kind is dict or kind is list:
+                if id(child) in seen:
+                    raise NotPlain
+                seen.add(id(child))
+                stack.append(child)
+
+
 class _Events:
     """The events of a plain tree's nodes, as PyYAML's representer and serializer make them."""
 

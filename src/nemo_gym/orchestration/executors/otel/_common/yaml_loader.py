@@ -29,6 +29,7 @@ from typing import Any
 
 from .errors import OtelConfigError
 from .yaml_fast_path import NotPlain, plain_from_events
+from .yaml_reparse import Parsed, remember, reparsed
 
 _MERGE = "tag:yaml.org,2002:merge"
 # A collector config nests about ten levels, a submit config six.
@@ -210,11 +211,26 @@ def _check_nesting(text: str, loader_class: type) -> None:
         loader.dispose()
 
 
+# The last plain trees parsed in full, per loader class, newest first: a rendering that differs
+# from one of them only inside quoted values is built from its tree (:mod:`.yaml_reparse`).
+_EARLIER: dict[type, list[Parsed]] = {}
+_EARLIER_KEPT = 4
+
+
 def _load(text: str, loader_class: type) -> Any:
+    earlier = _EARLIER.setdefault(loader_class, [])
+    for parsed in earlier:
+        tree = reparsed(text, parsed)
+        if tree is not None:
+            return tree
     try:
-        return plain_from_events(text, loader_class, MAX_DEPTH)
+        tree = plain_from_events(text, loader_class, MAX_DEPTH)
     except NotPlain:
         return _load_composed(text, loader_class)
+    kept = remember(text, tree, loader_class)
+    if kept is not None:
+        earlier[:] = [kept, *earlier[: _EARLIER_KEPT - 1]]
+    return tree
 
 
 def _load_composed(text: str, loader_class: type) -> Any:

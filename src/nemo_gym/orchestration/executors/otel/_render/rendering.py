@@ -32,7 +32,7 @@ from .._common.errors import (
     Violation,
     dotted,
 )
-from .._common.yaml_fast_dump import dump_plain
+from .._common.yaml_fast_dump import dump_in_parts
 from .._common.yaml_fast_path import NotPlain
 from .._submit.config import SubmitConfig
 from .._submit.job_dir_path import JOB_DIR_KEY, check_job_dir, job_dir_warnings
@@ -188,7 +188,7 @@ def _dumped(header: str, document: Any) -> str:
     # :mod:`.._common.yaml_fast_dump`): a job's cut configs are dumped at every write.
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     try:
-        return header + dump_plain(document, dumper, width=100)
+        return header + dump_in_parts(document, dumper, width=100)
     except NotPlain:
         return header + yaml.dump(
             document, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100
