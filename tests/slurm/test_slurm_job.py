@@ -539,6 +539,60 @@ def test_no_flock_job_dir_queues_node_locally(
     print(f"[{line}] job {slurm.job_id}: {said}")
 
 
+IN_MEMORY = "nemo-gym-otel: the backend's queue is in memory on "
+
+
+@pytest.mark.parametrize("line", ("current", "legacy"))
+def test_no_flock_anywhere_keeps_the_queue_in_memory(
+    tmp_path: Path,
+    backend: OtlpBackend,
+    proxy: RoutingProxy,
+    token: str,
+    line: str,
+) -> None:
+    """flock fails in the job directory and in the node's TMPDIR (both on the noflock mount):
+    the start keeps the queue in memory, the job delivers everything at both destinations, the
+    stop runs no drain, and the log, the report and ``drain`` say the queue was in memory."""
+    job_parent = job_fs.fresh_folder("noflock")
+    tmpdir = job_fs.fresh_folder("noflock")
+    name = f"memory-{line}"
+    job = scenario(name, token, line, env={"TMPDIR": str(tmpdir)})
+    slurm = run_slurm_job(tmp_path / name, job_parent, job, backend, proxy)
+    result = check_started_and_stopped(slurm)
+    assert DRAIN_STEP not in slurm.steps_seen, f"the stop ran a drain: {sorted(slurm.steps_seen)}"
+    check_run(result)
+    check_job_end(result, destinations(result))
+    check_token_hidden(slurm)
+    otel = slurm.job_dir / "otel"
+    assert list(tmpdir.iterdir()) == [], "a node-local folder was left in TMPDIR"
+    (place,) = (otel / "queue-node-local").read_text("utf-8").splitlines()
+    node, _, where = place.partition(" ")
+    assert where == "memory", place
+    queue = otel / "queue"  # the storage extension made its folder, and opened nothing there
+    assert not queue.exists() or (queue.is_dir() and list(queue.iterdir()) == []), queue
+    config = (otel / "queue-budget.yaml").read_text("utf-8")
+    assert "storage: null" in config and token not in config, config
+    log = (otel / "collector.log").read_text("utf-8").splitlines()
+    (said,) = [x for x in log if x.startswith(IN_MEMORY)]
+    assert f"nor does the node-local folder {tmpdir}/" in said, said
+    assert f"{IN_MEMORY}{node}: " in said, said
+    assert (
+        "nemo-gym-otel: no drain at the stop: the backend's queue was in memory, nothing of it "
+        "is on disk"
+    ) in log
+    report = helpers.run_cli("report", slurm.job_dir, cwd=tmp_path)
+    assert report.returncode == 0, report.stdout + report.stderr
+    (said_there,) = [x for x in report.stdout.splitlines() if x.startswith("backend queue:")]
+    assert said_there.startswith(f"backend queue: in memory on {node} "), said_there
+    drained = helpers.run_cli(
+        "drain", slurm.job_dir, "--collector", collector_binary(line), cwd=tmp_path
+    )
+    assert (drained.returncode, drained.stderr) == (0, ""), drained.stderr
+    (outcome,) = drained.stdout.splitlines()
+    assert "nothing queued on disk: the job step kept the backend's queue in memory" in outcome
+    print(f"[{line}] job {slurm.job_id}: {said}")
+
+
 def test_sshfs_job_dir_keeps_the_queue(
     tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
 ) -> None:
