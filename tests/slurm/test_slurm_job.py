@@ -639,6 +639,22 @@ def test_a_queue_in_memory_is_judged_by_the_report(
     check_token_hidden(slurm)
 
 
+def test_a_queue_in_memory_does_not_hold_the_stop_past_its_bound(
+    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
+) -> None:
+    """The queue in memory, and a backend that takes requests and never answers from the moment
+    the stop begins: the stop TERMs the collector first and its sender once that had its
+    seconds, so the collector still exits 0 within the bound and the files hold everything."""
+    job = scenario("memory-black-hole", token, black_hole_at_stop=True)
+    slurm, _ = run_in_memory(tmp_path, backend, proxy, job)
+    result = check_started_and_stopped(slurm)
+    assert proxy.held.total() > 0, "nothing reached the black hole: the scenario proved nothing"
+    check_files(result)
+    check_job_end(result, {"files": destinations(result)["files"]})
+    check_token_hidden(slurm)
+    print_stop(slurm, f"; requests the black hole held unanswered: {dict(proxy.held)}")
+
+
 def test_sshfs_job_dir_keeps_the_queue(
     tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
 ) -> None:
