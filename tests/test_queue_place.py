@@ -383,3 +383,16 @@ def test_an_earlier_node_local_queue_is_still_named_after_a_start_in_memory(
         f"  an earlier attempt's queue stays on n1 in {folder}: only nemo-gym-otel drain run on "
         "n1 sends what is left there",
     ]
+
+
+def test_a_marker_that_cannot_be_written_fails_the_start_in_one_line(
+    noflock_job: tuple[Path, str],
+) -> None:
+    job_dir, fragment = noflock_job
+    marker = job_dir / "otel" / "queue-node-local"
+    marker.mkdir()  # a folder where the marker goes
+    placed = _place(fragment, "n1", job_fs.fresh_folder("noflock"))
+    assert placed.returncode == 1
+    assert placed.stderr.splitlines() == [
+        f"otel_collector_start: cannot write {marker}; is the job directory writable?"
+    ]
