@@ -10,12 +10,15 @@ then read by the real ``nemo-gym-otel drain`` and ``report``. The whole job on t
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 from support import helpers, job_fs
+
+from nemo_gym.orchestration.executors.otel._step.disk_budget import MEMORY_QUEUE_BYTES
 
 MOVED = "nemo-gym-otel: the backend's queue is node-local on "
 JOB_ID = "4242"
@@ -112,28 +115,115 @@ def test_an_unusable_tmpdir_falls_back_to_tmp_and_two_jobs_differ(
             folder.rmdir()
 
 
-def test_no_node_local_lock_either_fails_the_start_in_one_line(
+IN_MEMORY = "nemo-gym-otel: the backend's queue is in memory on "
+TOKEN = "queue-in-memory-test-token"
+
+
+def _memory_config(job_dir: Path) -> dict[str, object]:
+    """The second config the start's budget writes for a queue in memory."""
+    text = (job_dir / "otel" / "queue-budget.yaml").read_text("utf-8")
+    assert "${" not in text, text  # no reference the collector would expand
+    for path in job_dir.rglob("*"):  # nothing the start wrote holds the token
+        assert not path.is_file() or TOKEN.encode() not in path.read_bytes(), path
+    document = yaml.safe_load(text)
+    assert isinstance(document, dict), text
+    return document
+
+
+def _budget(fragment: str, node: str, tmpdir: Path) -> subprocess.CompletedProcess[str]:
+    """The start's placing of the queue, then its disk budget (which writes the second config)."""
+    environment = helpers.cli_env(
+        SLURM_JOB_ID=JOB_ID, SLURMD_NODENAME=node, TMPDIR=str(tmpdir), OTEL_TOKEN=TOKEN
+    )
+    return subprocess.run(
+        [
+            "/bin/bash",
+            "-c",
+            f"{fragment}\n_otel_collector_place_queue && _otel_collector_set_budget && "
+            'printf "%s\\n" "${_otel_collector_budget_args[@]}"',
+        ],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_no_node_local_lock_either_keeps_the_queue_in_memory(
     noflock_job: tuple[Path, str],
 ) -> None:
+    """TMPDIR on a file system without flock too: the queue goes to memory, bounded, and the
+    log, the marker and the second config say so."""
     job_dir, fragment = noflock_job
-    placed = _place(fragment, "n1", job_fs.fresh_folder("noflock"))
-    assert placed.returncode == 1
-    (line,) = placed.stderr.splitlines()
-    assert line.startswith("otel_collector_start: the backend's disk queue needs file locks")
-    assert "otel.backend_queue_megabytes: null" in line and "Function not implemented" in line
+    tmpdir = job_fs.fresh_folder("noflock")
+    placed = _budget(fragment, "n1", tmpdir)
+    assert (placed.returncode, placed.stderr) == (0, ""), placed.stderr
+    config = job_dir / "otel" / "queue-budget.yaml"
+    assert placed.stdout.splitlines() == [f"--config=file:{config}"]
+    assert list(tmpdir.iterdir()) == []  # the folder made for the queue, unused, is gone
     assert not (job_dir / "otel" / "queue").exists()
+    assert _places(job_dir) == ["n1 memory"]
+    (said,) = [line for line in _log(job_dir) if line.startswith(IN_MEMORY)]
+    assert said.startswith(f"{IN_MEMORY}n1: the job directory's file system does not lock files")
+    assert f"nor does the node-local folder {tmpdir}/nemo-gym-otel-{JOB_ID}-" in said, said
+    assert said.count("Function not implemented") == 2, said
+    assert _memory_config(job_dir) == {
+        "exporters": {
+            "otlp_http/queue": {
+                "sending_queue": {"queue_size": MEMORY_QUEUE_BYTES, "storage": None}
+            }
+        }
+    }
+    budget = (job_dir / "otel" / "disk-budget").read_text("utf-8")
+    assert "queue=" not in budget and "file=" in budget, budget
+    (line,) = [x for x in _log(job_dir) if x.startswith("nemo-gym-otel: disk budget:")]
+    assert line.endswith(", the backend queue in memory (6.0 MiB per signal)"), line
+    # A requeue on the same node: the marker keeps one line.
+    assert _budget(fragment, "n1", tmpdir).returncode == 0
+    assert _places(job_dir) == ["n1 memory"]
 
 
-def test_in_a_container_the_start_fails_where_the_queue_would_move(tmp_path: Path) -> None:
+def test_the_queue_in_memory_holds_at_most_the_configured_cap(tmp_path: Path) -> None:
+    job_dir, fragment = helpers.rendered_job_dir(
+        job_fs.fresh_folder("noflock"), backend_queue_megabytes=2
+    )
+    placed = _budget(fragment, "n1", job_fs.fresh_folder("noflock"))
+    assert placed.returncode == 0, placed.stderr
+    sending_queue = _memory_config(job_dir)["exporters"]["otlp_http/queue"]["sending_queue"]  # type: ignore[index]
+    assert sending_queue == {"queue_size": 2 * 1024 * 1024, "storage": None}
+
+
+def test_a_node_local_folder_that_cannot_be_made_keeps_the_queue_in_memory(
+    noflock_job: tuple[Path, str], tmp_path: Path
+) -> None:
+    job_dir, fragment = noflock_job
+    key = hashlib.sha256(str(job_dir).encode("utf-8")).hexdigest()[:12]
+    blocker = tmp_path / f"nemo-gym-otel-{JOB_ID}-{key}"
+    blocker.write_text("not a folder", "utf-8")  # where the folder would go
+    placed = _place(fragment, "n1", tmp_path)
+    assert (placed.returncode, placed.stderr) == (0, "")
+    assert blocker.read_text("utf-8") == "not a folder"
+    assert _places(job_dir) == ["n1 memory"]
+    (said,) = [line for line in _log(job_dir) if line.startswith(IN_MEMORY)]
+    assert said.endswith(
+        f"and the node-local folder {blocker} cannot be made (File exists); what it holds at a "
+        "crash is lost for the backend, and nothing is left on disk for a drain"
+    ), said
+
+
+def test_in_a_container_the_queue_stays_in_memory(tmp_path: Path) -> None:
+    """The collector's container sees only the job directory: no node-local folder is tried."""
     job_dir, fragment = helpers.rendered_job_dir(
         job_fs.fresh_folder("noflock"), container="otel/collector:1"
     )
-    placed = _place(fragment, "n1", tmp_path)
-    assert placed.returncode == 1
-    (line,) = placed.stderr.splitlines()
-    assert "container sees only the job directory" in line, line
-    assert "otel.backend_queue_megabytes: null" in line
+    placed = _budget(fragment, "n1", tmp_path)
+    assert (placed.returncode, placed.stderr) == (0, ""), placed.stderr
     assert list(tmp_path.iterdir()) == [] and not (job_dir / "otel" / "queue").exists()
+    assert _places(job_dir) == ["n1 memory"]
+    (said,) = [line for line in _log(job_dir) if line.startswith(IN_MEMORY)]
+    assert "and the collector's container sees only the job directory" in said, said
+    sending_queue = _memory_config(job_dir)["exporters"]["otlp_http/queue"]["sending_queue"]  # type: ignore[index]
+    assert sending_queue["storage"] is None
 
 
 def test_without_the_flock_command_the_queue_stays_and_the_log_says_so(
@@ -226,4 +316,86 @@ def test_report_says_where_the_queue_was(noflock_job: tuple[Path, str], tmp_path
     assert yaml.safe_load(document)["backend_queue_node_local"] == [
         {"node": "n1", "folder": str(first)},
         {"node": "n2", "folder": str(second)},
+    ]
+
+
+def test_drain_and_report_of_a_queue_in_memory_say_nothing_is_on_disk(
+    noflock_job: tuple[Path, str], tmp_path: Path
+) -> None:
+    job_dir, fragment = noflock_job
+    assert _place(fragment, "n1", job_fs.fresh_folder("noflock")).returncode == 0
+    collector = _fake_collector(tmp_path)
+    for node in ("n1", "n2"):  # nothing is on disk anywhere: the same on every node
+        env = helpers.cli_env(SLURMD_NODENAME=node, OTEL_TOKEN="drain-test-token")
+        drained = helpers.run_cli("drain", job_dir, "--collector", collector, cwd=tmp_path, env=env)
+        assert (drained.returncode, drained.stderr) == (0, ""), drained.stderr
+        assert drained.stdout.splitlines() == [
+            f"{job_dir}: nothing queued on disk: the job step kept the backend's queue in memory "
+            "on n1 (no folder there locked its database; collector.log says why); nothing sent, "
+            "nothing written"
+        ]
+    as_json = helpers.run_cli(
+        "drain", job_dir, "--collector", collector, "--format", "json", cwd=tmp_path, env=env
+    )
+    document = yaml.safe_load(as_json.stdout)
+    assert (document["nothing_queued"], document["in_memory"], document["empty"]) == (
+        True,
+        ["n1"],
+        True,
+    )
+    assert not (tmp_path / "given.yaml").exists()  # no collector ran
+    assert not (job_dir / "otel" / "drain.jsonl").exists()
+    text = helpers.run_cli("report", job_dir, cwd=tmp_path).stdout.splitlines()
+    assert [line for line in text if line.startswith("backend queue:")] == [
+        "backend queue: in memory on n1 (no folder there locked its database; collector.log says "
+        "why): nothing of it is on disk, nothing to drain"
+    ]
+    report = yaml.safe_load(
+        helpers.run_cli("report", job_dir, "--format", "json", cwd=tmp_path).stdout
+    )
+    assert report["backend_queue_in_memory"] == ["n1"]
+    assert report["backend_queue_node_local"] == []
+
+
+def test_an_earlier_node_local_queue_is_still_named_after_a_start_in_memory(
+    noflock_job: tuple[Path, str], tmp_path: Path
+) -> None:
+    """n1's temporary folder locked, n2's does not: n1's queue stays the one to drain, on n1."""
+    job_dir, fragment = noflock_job
+    assert _place(fragment, "n1", tmp_path).returncode == 0
+    (folder,) = tmp_path.iterdir()
+    folder.rename(tmp_path / "elsewhere")  # n2 does not see n1's folder: the link leads nowhere
+    placed = _place(fragment, "n2", job_fs.fresh_folder("noflock"))
+    assert (placed.returncode, placed.stderr) == (0, "")
+    assert not (job_dir / "otel" / "queue").is_symlink()  # the link that led nowhere went
+    (tmp_path / "elsewhere").rename(folder)
+    assert _places(job_dir) == [f"n1 {folder}", "n2 memory"]
+    env = helpers.cli_env(SLURMD_NODENAME="n2", OTEL_TOKEN="drain-test-token")
+    collector = _fake_collector(tmp_path)
+    drained = helpers.run_cli("drain", job_dir, "--collector", collector, cwd=tmp_path, env=env)
+    assert drained.returncode == 5, drained.stdout + drained.stderr
+    assert drained.stderr.splitlines() == [
+        f"nemo-gym-otel: {job_dir}: the backend queue is node-local on n1 ({folder}), not on "
+        "this node (n2); run nemo-gym-otel drain on n1"
+    ]
+    text = helpers.run_cli("report", job_dir, cwd=tmp_path).stdout.splitlines()
+    where = [line for line in text if "backend queue:" in line or "earlier attempt" in line]
+    assert where == [
+        "backend queue: in memory on n2 (no folder there locked its database; collector.log says "
+        "why): nothing of it is on disk, nothing to drain",
+        f"  an earlier attempt's queue stays on n1 in {folder}: only nemo-gym-otel drain run on "
+        "n1 sends what is left there",
+    ]
+
+
+def test_a_marker_that_cannot_be_written_fails_the_start_in_one_line(
+    noflock_job: tuple[Path, str],
+) -> None:
+    job_dir, fragment = noflock_job
+    marker = job_dir / "otel" / "queue-node-local"
+    marker.mkdir()  # a folder where the marker goes
+    placed = _place(fragment, "n1", job_fs.fresh_folder("noflock"))
+    assert placed.returncode == 1
+    assert placed.stderr.splitlines() == [
+        f"otel_collector_start: cannot write {marker}; is the job directory writable?"
     ]

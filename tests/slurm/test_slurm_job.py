@@ -539,6 +539,122 @@ def test_no_flock_job_dir_queues_node_locally(
     print(f"[{line}] job {slurm.job_id}: {said}")
 
 
+IN_MEMORY = "nemo-gym-otel: the backend's queue is in memory on "
+
+
+def run_in_memory(
+    tmp_path: Path,
+    backend: OtlpBackend,
+    proxy: RoutingProxy,
+    job: Scenario,
+) -> tuple[SlurmRun, Path]:
+    """A default job whose job directory and TMPDIR are both on the noflock bed (no folder
+    locks: the queue in memory); the run and its TMPDIR, left empty."""
+    job_parent = job_fs.fresh_folder("noflock")
+    tmpdir = job_fs.fresh_folder("noflock")
+    job.env["TMPDIR"] = str(tmpdir)
+    slurm = run_slurm_job(tmp_path / job.name, job_parent, job, backend, proxy)
+    assert DRAIN_STEP not in slurm.steps_seen, f"the stop ran a drain: {sorted(slurm.steps_seen)}"
+    assert list(tmpdir.iterdir()) == [], "a node-local folder was left in TMPDIR"
+    return slurm, tmpdir
+
+
+@pytest.mark.parametrize("line", ("current", "legacy"))
+def test_no_flock_anywhere_keeps_the_queue_in_memory(
+    tmp_path: Path,
+    backend: OtlpBackend,
+    proxy: RoutingProxy,
+    token: str,
+    line: str,
+) -> None:
+    """flock fails in the job directory and in the node's TMPDIR (both on the noflock mount):
+    the start keeps the queue in memory, the job delivers everything at both destinations, the
+    stop runs no drain, and the log, the report and ``drain`` say the queue was in memory."""
+    slurm, tmpdir = run_in_memory(tmp_path, backend, proxy, scenario(f"memory-{line}", token, line))
+    result = check_started_and_stopped(slurm)
+    check_run(result)
+    check_job_end(result, destinations(result))
+    check_token_hidden(slurm)
+    otel = slurm.job_dir / "otel"
+    (place,) = (otel / "queue-node-local").read_text("utf-8").splitlines()
+    node, _, where = place.partition(" ")
+    assert where == "memory", place
+    queue = otel / "queue"  # the storage extension made its folder, and opened nothing there
+    assert not queue.exists() or (queue.is_dir() and list(queue.iterdir()) == []), queue
+    config = (otel / "queue-budget.yaml").read_text("utf-8")
+    assert "storage: null" in config and token not in config, config
+    log = (otel / "collector.log").read_text("utf-8").splitlines()
+    (said,) = [x for x in log if x.startswith(IN_MEMORY)]
+    assert f"{IN_MEMORY}{node}: " in said, said
+    assert f"nor does the node-local folder {tmpdir}/" in said, said
+    assert (
+        "nemo-gym-otel: no drain at the stop: the backend's queue was in memory, nothing of it "
+        "is on disk"
+    ) in log
+    report = helpers.run_cli("report", slurm.job_dir, cwd=tmp_path)
+    (said_there,) = [x for x in report.stdout.splitlines() if x.startswith("backend queue:")]
+    assert said_there.startswith(f"backend queue: in memory on {node} "), said_there
+    drained = helpers.run_cli(
+        "drain", slurm.job_dir, "--collector", collector_binary(line), cwd=tmp_path
+    )
+    assert (drained.returncode, drained.stderr) == (0, ""), drained.stderr
+    (outcome,) = drained.stdout.splitlines()
+    assert "nothing queued on disk: the job step kept the backend's queue in memory" in outcome
+    print(f"[{line}] job {slurm.job_id}: {said}")
+
+
+@pytest.mark.parametrize("line", ("current", "legacy"))
+def test_a_queue_in_memory_is_judged_by_the_report(
+    tmp_path: Path,
+    backend: OtlpBackend,
+    proxy: RoutingProxy,
+    token: str,
+    line: str,
+) -> None:
+    """The same with the delivery report on: ``report`` finds traces and logs complete, equal
+    at the files and the backend (no drain: what reached the files after the collector's last
+    reading is judged by its log), and names the node the queue was in memory on."""
+    job = scenario(f"memory-report-{line}", token, line, otel={"delivery_report": True})
+    slurm, _ = run_in_memory(tmp_path, backend, proxy, job)
+    assert slurm.status.get("start") == "0", f"start failed: {slurm.start_error.strip()}"
+    assert slurm.status.get("stop") == "0", slurm.stop_error
+    # The stop's one note with the delivery report: its own last reading (upstream issue 12944).
+    assert all("12944" in note for note in slurm.stop_error.splitlines()), slurm.stop_error
+    assert slurm.job_state == "COMPLETED", slurm.job_state
+    assert SENDER_STEP not in slurm.steps_after_stop, slurm.steps_after_stop
+    result = slurm.result
+    assert result is not None
+    document = helpers.run_cli("report", slurm.job_dir, "--format", "json", cwd=tmp_path)
+    assert document.returncode in (0, 1), document.stderr
+    judged = json.loads(document.stdout)
+    (place,) = (slurm.job_dir / "otel" / "queue-node-local").read_text("utf-8").splitlines()
+    assert judged["backend_queue_in_memory"] == [place.removesuffix(" memory")], place
+    signals = {s["signal"]: s for s in judged["signals"]}
+    for signal_name in ("traces", "logs"):
+        entry = signals[signal_name]
+        assert entry["verdict"] == "complete", entry
+        assert entry["files"]["items"] == len(result.file_items(signal_name)) > 0, entry
+        assert entry["backend"]["sent"] == entry["files"]["items"], entry
+        assert entry["backend"]["failed_or_dropped"] == 0, entry
+    check_token_hidden(slurm)
+
+
+def test_a_queue_in_memory_does_not_hold_the_stop_past_its_bound(
+    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
+) -> None:
+    """The queue in memory, and a backend that takes requests and never answers from the moment
+    the stop begins: the stop TERMs the collector first and its sender once that had its
+    seconds, so the collector still exits 0 within the bound and the files hold everything."""
+    job = scenario("memory-black-hole", token, black_hole_at_stop=True)
+    slurm, _ = run_in_memory(tmp_path, backend, proxy, job)
+    result = check_started_and_stopped(slurm)
+    assert proxy.held.total() > 0, "nothing reached the black hole: the scenario proved nothing"
+    check_files(result)
+    check_job_end(result, {"files": destinations(result)["files"]})
+    check_token_hidden(slurm)
+    print_stop(slurm, f"; requests the black hole held unanswered: {dict(proxy.held)}")
+
+
 def test_sshfs_job_dir_keeps_the_queue(
     tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
 ) -> None:

@@ -191,7 +191,7 @@ def run_slurm_job(
         ),
         "utf-8",
     )
-    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
+    env = {**{k: v for k, v in os.environ.items() if k != TOKEN_ENV}, **scenario.env}
     if scenario.token_in_env:
         env[TOKEN_ENV] = job.token
     if three_nodes:

@@ -67,6 +67,8 @@ class Scenario:
     # Servers that push until the job ends (``e2e_pusher.py``, one step each): started after
     # the collector, TERMed only after its stop (and the stop's drain) returned.
     pushers: tuple[str, ...] = ()
+    # More variables of the submitting environment, which the job inherits (e.g. its TMPDIR).
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def _quoted(values: list[str] | tuple[str, ...]) -> str:

@@ -299,7 +299,7 @@ def drain(args: argparse.Namespace) -> int:
     except QueueOnAnotherNode as elsewhere:
         print(f"{PROG}: {elsewhere}", file=sys.stderr)
         return EXIT_OTHER_NODE
-    ran = result.nothing_queued is None  # no queue folder: nothing ran, nothing to record
+    ran = result.ran  # no queue folder, or the queue in memory: nothing ran, nothing to record
     if ran:
         if terminal:
             print(file=sys.stderr)

@@ -454,7 +454,9 @@ def signal_report(
     backend_queued = total(
         "exporter_queue_size", lambda a: to_backend(a) and a.get("data_type") == signal
     )
-    on_disk, seen_after = _disk_state(signal, readings, queue) if queue else (None, False)
+    on_disk, seen_after = (
+        _disk_state(signal, readings, queue) if queue and not queue.in_memory else (None, False)
+    )
     if queue:
         backend_sent += queue.drained(signal)
     in_files = scan.items
@@ -512,9 +514,9 @@ def signal_report(
             else 0
         )
         if refused and budget:
+            full_at = "in memory" if queue and queue.in_memory else f"at {budget.describe()}"
             backend_reasons.append(
-                f"{refused} refused by the backend queue, the newest, full at "
-                f"{budget.describe()} (collector.log)"
+                f"{refused} refused by the backend queue, the newest, full {full_at} (collector.log)"
             )
         if backend_queued:
             backend_reasons.append(f"{backend_queued} still queued at the last reading")
@@ -526,14 +528,15 @@ def signal_report(
             backend_reasons.append(
                 f"{files_sent - backend_failed - backend_sent} not yet sent at the last reading"
             )
-        if after and queue and not seen_after:
+        on_disk_queue = queue is not None and not queue.in_memory
+        if after and on_disk_queue and not seen_after:
             backend_reasons.append(
                 f"{CANNOT_TELL}: {after} reached the files after the collector's last reading, "
                 "and no reading since tells whether they left the disk queue (the stop's drain "
                 "reports with otel.delivery_report; or run nemo-gym-otel drain)"
             )
         elif after:
-            backend_reasons += _late_reasons(signal, after, readings, log, hops, bool(queue))
+            backend_reasons += _late_reasons(signal, after, readings, log, hops, on_disk_queue)
     return SignalReport(
         signal=signal,
         received=received,

@@ -67,6 +67,10 @@ class DiskQueue:
     receivers: frozenset[str]  # the hops' receivers
     drains: list[DrainRecord] = field(default_factory=list)
     retried_in_log: dict[str, int] = field(default_factory=dict)
+    # The job step's last start kept it in memory (no folder locked its database, see
+    # _step/queue_place.py): the same exporters, nothing on disk, no drain; what a stop left in
+    # it is judged by the collector's log, as a queue rendered in memory.
+    in_memory: bool = False
 
     def retried_after_timeout(self, signal: str) -> int:
         return self.retried_in_log.get(signal, 0) + sum(

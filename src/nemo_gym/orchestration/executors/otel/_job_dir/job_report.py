@@ -24,8 +24,9 @@ class JobReport:
     job_dir: Path
     signals: list[SignalReport]
     targets: list[TargetHealth]
-    # Where the job step put the backend's queue on a node's own disk, oldest first (empty: in
-    # the job directory, or in memory); the last is where otel/queue links to.
+    # Where the job step put the backend's queue outside the job directory, oldest first: a
+    # node's own disk, or its memory where no folder locked (empty: in the job directory, or
+    # rendered in memory).
     queue_places: list[QueuePlace] = field(default_factory=list)
     # The disk budget the job step's last start set (None: none was set).
     disk_budget: DiskBudget | None = None
@@ -49,8 +50,11 @@ class JobReport:
             "signals": [r.as_dict() for r in self.signals],
             "scrape_targets": [t.as_dict() for t in self.targets],
             "backend_queue_node_local": [
-                {"node": p.node, "folder": str(p.folder)} for p in self.queue_places
+                {"node": p.node, "folder": str(p.folder)}
+                for p in self.queue_places
+                if p.folder is not None
             ],
+            "backend_queue_in_memory": [p.node for p in self.queue_places if p.folder is None],
             "disk_budget": None
             if self.disk_budget is None
             else dataclasses.asdict(self.disk_budget),
@@ -88,8 +92,11 @@ def read_job_report(
     _check_listable(otel_dir)
     log = read_collector_log(log_file)
     queue = read_disk_queue(otel_dir, log)
+    places = queue_places(job_dir)
+    if queue and places and places[-1].folder is None:
+        queue.in_memory = True
     health = ScrapeHealth()
     health.expect_written_targets(otel_dir)
     budget = read_disk_budget(job_dir)
     signals = delivery_report(otel_dir, progress, health, log, queue, budget)
-    return JobReport(job_dir, signals, health.targets(), queue_places(job_dir), budget)
+    return JobReport(job_dir, signals, health.targets(), places, budget)

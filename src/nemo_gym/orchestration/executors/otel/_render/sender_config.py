@@ -16,7 +16,9 @@ receives from a disk hop's receiver, with that receiver and the components those
 rest (``ingest.yaml``: the job's receivers, the files, the disk queue, whose exporter sends to the
 sender's receiver on the hop's loopback address). The stop ends the sender first, killing it
 when it does not exit at once: whatever it had not delivered was not acknowledged, so it is still
-in the disk queue, which the collector's TERM keeps and the stop's drain sends. The two cuts are
+in the disk queue, which the collector's TERM keeps and the stop's drain sends. (Where the
+step's start kept the queue in memory, no folder locking its database, the stop TERMs the
+collector first and the sender a few seconds later: see ``_step/queue_place.py``.) The two cuts are
 together exactly the checked config (``collector.yaml``, which stays the rendering to read and a
 config one collector can run, as the benchmarks do: its TERM then waits for the backend's delay,
 up to the hop's timeout); the sender binds no port but the hop's, and neither cut is the

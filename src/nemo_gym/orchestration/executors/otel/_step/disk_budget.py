@@ -26,6 +26,11 @@ only ``${...}`` are the job id and the token). So the step's start
   the share up to 64 MiB, the share less 32 MiB above). The start passes it to the collector as
   a second config, ``otel/queue-budget.yaml``, merged over ``collector.yaml``. A full queue
   refuses the newest data, counted as before.
+- **The queue in memory**: where the start put the queue in memory (no folder locks its
+  database, see :mod:`.queue_place`), the same second config also sets ``storage: null`` and a
+  size of ``MEMORY_QUEUE_BYTES`` (at most ``otel.backend_queue_megabytes``): memory is not the
+  disk budget's. The budget is then shared by the files alone, and takes nothing ahead for a
+  queue; ``otel/disk-budget`` has no ``queue=``.
 - **Space taken ahead**: the first bytes of each queue database (its share, at most
   ``RESERVE_BYTES``) and of ``collector.log`` (at most ``LOG_RESERVE_BYTES``) are allocated before
   the collector starts (util-linux ``fallocate --keep-size``: the files stay empty). bbolt extends
@@ -72,6 +77,11 @@ RESERVE_BYTES = 32 * 1024 * 1024
 # The most of collector.log's share allocated ahead: thousands of lines, enough to tell why the
 # files lost what they did on a full disk.
 LOG_RESERVE_BYTES = 4 * 1024 * 1024
+# The most the backend queue holds per signal (bytes of OTLP protobuf) when the start puts it in
+# memory (no folder locks its database, see queue_place.py): about the 25,000 items per signal of
+# otel.backend_queue_megabytes: null at the large job's load (measured on disk: about 270 bytes a
+# span or log record, 130 a data point), which kept the collector under 256 MiB through outages.
+MEMORY_QUEUE_BYTES = 6 * 1024 * 1024
 _FILES = len(SIGNALS) + 1  # the signal files and collector.log
 _LINE_LIMIT = 4096
 _FIELD = re.compile(r"([a-z_]+)=([0-9]+)")
@@ -91,6 +101,7 @@ def disk_budget_context(
             ],
             "folder": otel_dir / QUEUE_DIR_NAME,
             "max_bytes": queue_megabytes * 1024 * 1024,
+            "memory_bytes": min(queue_megabytes * 1024 * 1024, MEMORY_QUEUE_BYTES),
             "reserve_bytes": RESERVE_BYTES,
             "config": otel_dir / QUEUE_BUDGET_CONFIG_NAME,
         }

@@ -49,7 +49,8 @@ queue's folder.
 
 The queue's folder is read where this node sees the job directory (:func:`relocated`), or, where
 the job step put the queue on a node's own disk (its job directory's file system does not lock
-files, see :mod:`.queue_place`), in that folder, on that node only.
+files, see :mod:`.queue_place`), in that folder, on that node only. Where the job step put it in
+memory and no attempt left it on disk, nothing runs: there is nothing to send.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ from .._common.yaml_loader import parse_yaml
 from .._render.drain_config import DRAIN_FILES_PIPELINE, DRAIN_RECEIVER, serve_metrics
 from .._render.sender_config import split_documents
 from .drain_processes import DrainProcess, end_in_order, wait_up, write_config
-from .queue_place import local_queue_folder
+from .queue_place import in_memory_only, local_queue_folder
 
 _RETRIED_AFTER_TIMEOUT = re.compile(
     r"Exporting failed\. Will retry the request after interval\..*deadline exceeded"
@@ -161,10 +162,17 @@ class DrainResult:
     log_tail: str
     # The queue's folder was never made (the job's collector never ran): nothing was run.
     nothing_queued: Path | None = None
+    # The nodes where the job step put the queue in memory, when no attempt left it on disk
+    # (see queue_place.in_memory_only): nothing was run.
+    in_memory: list[str] | None = None
+
+    @property
+    def ran(self) -> bool:
+        return self.nothing_queued is None and self.in_memory is None
 
     @property
     def empty(self) -> bool:
-        return self.state.empty or self.nothing_queued is not None
+        return self.state.empty or not self.ran
 
     def record(self) -> dict[str, Any]:
         return {
@@ -443,7 +451,10 @@ def drain(
     """Run the job's drain config until its disk queues are empty (or ``timeout_seconds``).
     ``collector`` finds the binary (or raises) only when there is a queue to drain: a job
     directory whose queue was never made needs neither a collector nor the token."""
-    document = relocated(drain_config_document(job_dir), job_dir)
+    document = drain_config_document(job_dir)
+    if (nodes := in_memory_only(job_dir)) is not None:
+        return DrainResult(DrainState(), 0.0, {}, 0, "", in_memory=nodes)
+    document = relocated(document, job_dir)
     storages = queue_storages(document)
     folders = [storage.directory for storage in storages]
     if folders and not any(os.path.lexists(folder) for folder in folders):

@@ -35,6 +35,12 @@ def progress_line(state: DrainState) -> str:
 
 def outcome_text(job_dir: str, result: DrainResult) -> str:
     state = result.state
+    if result.in_memory is not None:
+        return (
+            f"{job_dir}: nothing queued on disk: the job step kept the backend's queue in memory "
+            f"on {' and '.join(result.in_memory)} (no folder there locked its database; "
+            "collector.log says why); nothing sent, nothing written"
+        )
     if result.nothing_queued is not None:
         folder = result.nothing_queued
         with contextlib.suppress(ValueError):  # the package's folder, inside the job directory
@@ -60,9 +66,11 @@ def outcome_text(job_dir: str, result: DrainResult) -> str:
 
 def outcome_json(job_dir: str, result: DrainResult) -> dict[str, Any]:
     """The record the drain appended, with ``nothing_queued``: true when there was no queue to
-    drain (no record appended)."""
+    drain (no record appended), and ``in_memory``: the nodes where the job step kept the queue
+    in memory when that is why (else null)."""
     return {
         "job_dir": job_dir,
         **result.record(),
-        "nothing_queued": result.nothing_queued is not None,
+        "nothing_queued": not result.ran,
+        "in_memory": result.in_memory,
     }

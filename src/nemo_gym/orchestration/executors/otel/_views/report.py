@@ -90,17 +90,26 @@ def _targets_section(targets: list[TargetHealth]) -> str:
 
 
 def _queue_places_section(places: list[QueuePlace]) -> str:
-    """Where the backend's queue was: a node-local folder is reached from its node only."""
+    """Where the backend's queue was: a node-local folder is reached from its node only, and
+    a queue in memory left nothing on disk."""
     *earlier, current = places
-    lines = [
-        f"backend queue: node-local on {current.node} in {current.folder} (the job directory's "
-        "file system does not lock files); what is left there can be drained only on "
-        f"{current.node}: run nemo-gym-otel drain there"
-    ]
+    if current.folder is None:
+        line = (
+            f"backend queue: in memory on {current.node} (no folder there locked its database; "
+            "collector.log says why): nothing of it is on disk, nothing to drain"
+        )
+    else:
+        line = (
+            f"backend queue: node-local on {current.node} in {current.folder} (the job "
+            "directory's file system does not lock files); what is left there can be drained "
+            f"only on {current.node}: run nemo-gym-otel drain there"
+        )
+    lines = [line]
     lines += [
         f"  an earlier attempt's queue stays on {p.node} in {p.folder}: "
         f"only nemo-gym-otel drain run on {p.node} sends what is left there"
         for p in earlier
+        if p.folder is not None
     ]
     return "\n".join(lines)
 
