@@ -546,17 +546,22 @@ def test_the_drains_processes_end_in_turn_and_none_is_left_running(tmp_path: Pat
         end_in_order,
     )
 
-    def started(script: str, stop_seconds: float) -> DrainProcess:
-        process = subprocess.Popen(["sh", "-c", script])
+    def started(term: str, stop_seconds: float) -> DrainProcess:
+        """A process whose TERM disposition is ``term`` (a trap) before it is handed over: a
+        TERM sent before the shell set it would end it at once."""
+        script = f"trap {term} TERM; echo up; exec sleep 30"
+        process = subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE)
+        assert process.stdout is not None and process.stdout.readline() == b"up\n"
+        process.stdout.close()
         return DrainProcess(process, tmp_path / "unused.log", stop_seconds)
 
-    holding = started("trap '' TERM; sleep 30", 0.5)
-    queue = started("exec sleep 30", 5)
+    holding = started("''", 0.5)  # ignored: it holds its TERM
+    queue = started("-", 5)  # the default: TERM ends it
     began = time.monotonic()
     assert end_in_order([holding, queue]) == [-9, -15]
     assert time.monotonic() - began < 3
 
-    holding, queue = started("trap '' TERM; sleep 30", 30), started("exec sleep 30", 5)
+    holding, queue = started("''", 30), started("-", 5)
 
     def interrupted(timeout: float | None = None) -> int:
         holding.process.wait = original  # type: ignore[method-assign]
