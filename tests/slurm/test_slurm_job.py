@@ -121,8 +121,13 @@ def run(tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, scenario: Sce
         scenario,
         backend,
         proxy,
-        three_nodes=urlsplit(proxy.url).hostname == CONTROLLER_ADDRESS,
+        three_nodes=on_three_nodes(proxy),
     )
+
+
+def on_three_nodes(proxy: RoutingProxy) -> bool:
+    """Whether the test's job runs on the three-node cluster (its proxy listens on the bridge)."""
+    return urlsplit(proxy.url).hostname == CONTROLLER_ADDRESS
 
 
 def scenario(name: str, token: str, line: str = "current", **changes: Any) -> Scenario:
@@ -497,7 +502,10 @@ def run_on(
     """The whole life of a default job whose job directory is on ``file_system``."""
     job_parent = job_fs.fresh_folder(file_system)
     name = f"{file_system}-{line}"
-    slurm = run_slurm_job(tmp_path / name, job_parent, scenario(name, token, line), backend, proxy)
+    job = scenario(name, token, line)
+    slurm = run_slurm_job(
+        tmp_path / name, job_parent, job, backend, proxy, three_nodes=on_three_nodes(proxy)
+    )
     result = check_started_and_stopped(slurm)
     assert DRAIN_STEP in slurm.steps_seen, f"the stop ran no drain: {sorted(slurm.steps_seen)}"
     check_run(result)
@@ -560,7 +568,9 @@ def run_in_memory(
     job_parent = job_fs.fresh_folder("noflock")
     tmpdir = job_fs.fresh_folder("noflock")
     job.env["TMPDIR"] = str(tmpdir)
-    slurm = run_slurm_job(tmp_path / job.name, job_parent, job, backend, proxy)
+    slurm = run_slurm_job(
+        tmp_path / job.name, job_parent, job, backend, proxy, three_nodes=on_three_nodes(proxy)
+    )
     assert DRAIN_STEP not in slurm.steps_seen, f"the stop ran a drain: {sorted(slurm.steps_seen)}"
     assert list(tmpdir.iterdir()) == [], "a node-local folder was left in TMPDIR"
     return slurm, tmpdir
@@ -610,6 +620,7 @@ def test_no_flock_anywhere_keeps_the_queue_in_memory(
     print(f"[{line}] job {slurm.job_id}: {said}")
 
 
+@ON_THREE_NODES
 @pytest.mark.parametrize("line", ("current", "legacy"))
 def test_a_queue_in_memory_is_judged_by_the_report(
     tmp_path: Path,
@@ -657,6 +668,7 @@ def test_a_queue_in_memory_does_not_hold_the_stop_past_its_bound(
     print_stop(slurm, f"; requests the black hole held unanswered: {dict(proxy.held)}")
 
 
+@ON_THREE_NODES
 def test_sshfs_job_dir_keeps_the_queue(
     tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
 ) -> None:
