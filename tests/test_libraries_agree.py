@@ -350,7 +350,11 @@ def test_generated_dumps_match_pyyaml(data: Any) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(data=st.dictionaries(st.text(max_size=6), st.dictionaries(st.text(max_size=6), _DATA)))
+@given(
+    data=st.dictionaries(
+        st.text(max_size=6), st.dictionaries(st.text(max_size=6), _DATA, max_size=4), max_size=4
+    )
+)
 def test_generated_dumps_in_parts_match_pyyaml(data: Any) -> None:
     """Mappings of mappings (a config's sections of components), dumped in parts; it gives up
     only where the whole would too, or on a key written over several lines."""
