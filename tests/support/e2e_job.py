@@ -54,6 +54,7 @@ from nemo_gym.orchestration.executors.otel._common.constants import (
 from nemo_gym.orchestration.executors.otel._common.hosts import host_port
 from nemo_gym.orchestration.executors.otel._render.drain_config import feature_gate_arguments
 from nemo_gym.orchestration.executors.otel._step.drain import read_state
+from nemo_gym.orchestration.executors.otel._step.drain_processes import answers
 
 from . import helpers
 from .e2e_backend import OtlpBackend, RoutingProxy
@@ -421,23 +422,13 @@ class Sender(Collector):
         self.killed = False  # whether the stop had to kill it
         super().__init__(binary, config_path, env, cwd, log_path, command_prefix=command_prefix)
 
-    def _answers(self) -> bool:
-        host, _, port = self.address.rpartition(":")
-        try:
-            with urllib.request.urlopen(f"http://{host}:{port}/", timeout=2):
-                return True
-        except urllib.error.HTTPError:
-            return True  # any answer: its receiver is up
-        except OSError:
-            return False
-
     def wait_healthy(self) -> None:
         def up() -> bool:
             if self.process.poll() is not None:
                 pytest.fail(
                     f"the sender exited with {self.process.returncode} before its receiver answered:\n{_tail(self.log_path)}"
                 )
-            return self._answers()
+            return answers(self.address)  # any HTTP answer: its receiver is up
 
         wait_for(up, HEALTH_TIMEOUT_SECONDS, f"the sender's receiver on {self.address}")
 

@@ -85,7 +85,7 @@ def write_config(folder: Path, file_name: str, document: Mapping[str, Any]) -> P
     return path
 
 
-def _answers(address: str) -> bool:
+def answers(address: str) -> bool:
     """Whether an HTTP server answers on ``address`` (host:port), whatever its status."""
     try:
         with urllib.request.urlopen(f"http://{address}/", timeout=2):
@@ -101,7 +101,7 @@ def wait_up(process: DrainProcess, addresses: Iterable[str], timeout_seconds: fl
     deadline = time.monotonic() + timeout_seconds
     waiting = list(addresses)
     while process.running() and time.monotonic() < deadline:
-        waiting = [address for address in waiting if not _answers(address)]
+        waiting = [address for address in waiting if not answers(address)]
         if not waiting:
             return True
         time.sleep(_UP_POLL_SECONDS)
