@@ -49,10 +49,17 @@ def test_the_budget_is_half_the_free_space_shared_by_the_collectors_files() -> N
         # What otel/ holds counts as free: it is the job's telemetry already.
         held = sum(_taken(p) for p in otel.rglob("*") if p.is_file())
         free = stat.f_bavail * stat.f_frsize + held
-        started = _start(fragment, "_otel_collector_set_budget")
+        started = _start(
+            fragment,
+            "_otel_collector_set_budget && echo $_otel_collector_log_head $_otel_collector_log_chunk",
+        )
         assert (started.returncode, started.stderr) == (0, "")
         budget = read_disk_budget(job_dir)
         assert budget is not None
+        # collector.log's bound (_step/bounded_log.py): a file's share, half for its first part,
+        # a quarter for each of its two tails.
+        assert budget.file_bytes < 16 * MIB
+        assert started.stdout.split() == [str(budget.file_bytes // 2), str(budget.file_bytes // 4)]
         # 50%, over the 3 signal files, the 3 queue databases and collector.log.
         assert (budget.free_bytes, budget.budget_bytes) == (free, free // 2)
         assert budget.file_bytes == free // 2 // 7

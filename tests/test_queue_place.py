@@ -177,7 +177,7 @@ def test_no_node_local_lock_either_keeps_the_queue_in_memory(
     budget = (job_dir / "otel" / "disk-budget").read_text("utf-8")
     assert "queue=" not in budget and "file=" in budget, budget
     (line,) = [x for x in _log(job_dir) if x.startswith("nemo-gym-otel: disk budget:")]
-    assert line.endswith(", the backend queue in memory (6.0 MiB per signal)"), line
+    assert ", the backend queue in memory (6.0 MiB per signal), the log its first " in line, line
     # A requeue on the same node: the marker keeps one line.
     assert _budget(fragment, "n1", tmpdir).returncode == 0
     assert _places(job_dir) == ["n1 memory"]

@@ -14,6 +14,7 @@ Outside CI the suite skips when no cluster takes jobs (run ``.ci/slurm-up`` as r
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from datetime import datetime
@@ -22,6 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+import yaml
 from support import helpers, job_fs
 from support.e2e_backend import OtlpBackend, RoutingProxy
 from support.e2e_checks import (
@@ -59,6 +61,12 @@ from support.slurm_multi import (
 from support.slurm_script import Scenario, pusher_report
 
 from nemo_gym.orchestration.executors.otel import COLLECTOR_SERVICE_NAME, DRAIN_SECONDS
+from nemo_gym.orchestration.executors.otel._job_dir.collector_log import (
+    CLEAN_STOP,
+    read_collector_log,
+)
+from nemo_gym.orchestration.executors.otel._step.bounded_log import LOG_MAX_BYTES, log_parts
+from nemo_gym.orchestration.executors.otel._step.disk_budget import read_disk_budget
 
 pytestmark = [pytest.mark.slurm, pytest.mark.collector]
 
@@ -753,4 +761,76 @@ def test_sshfs_queue_left_by_an_outage_drains_from_another_node(
     print(
         f"[{name}] job on {ran_on}, drained on {elsewhere}: sent {outcome['sent']}, "
         f"producers' spans/points/logs {count(want)}"
+    )
+
+
+# What the chatty job's file system keeps free for it: a share of about 1.1 MiB per file, so
+# that a debug exporter's log passes its bound many times over in seconds.
+CHATTY_FREE_BYTES = 16 * 1024 * 1024
+# Beyond the log's bound: the tails' two notes and the step's own lines appended after the start.
+LOG_SLACK_BYTES = 8 * 1024
+
+
+def _with_debug_exporter(text: str) -> str:
+    """The config the step runs, with a debug exporter that logs every item the files get (as
+    a platform team adds one while it looks for a fault): the log grows with the job's data."""
+    mark = text.rstrip("\n").rsplit("\n", 1)[1]
+    config = yaml.safe_load(text)
+    config["exporters"]["debug"] = {"verbosity": "detailed"}
+    for name, pipeline in config["service"]["pipelines"].items():
+        if name.endswith("/files"):
+            pipeline["exporters"].append("debug")
+    return yaml.safe_dump(config, sort_keys=False) + mark + "\n"
+
+
+def test_a_chatty_collector_keeps_its_log_within_its_bound(
+    tmp_path: Path, backend: OtlpBackend, proxy: RoutingProxy, token: str
+) -> None:
+    """Issue 37, "Room for the job", for ``collector.log``: a collector that logs every item
+    (a debug exporter) with servers pushing until the job ends and the delivery report on, its
+    job directory on a size-limited file system. The log with its tails stays within its bound
+    (the disk budget's share per file); its first part holds the start's lines, its newest the
+    three clean stops (collector, sender, the stop's drain); the stop still tells the delivery
+    report's lost last reading from a failure by the log's last line, now in a tail; ``report``
+    reads all three files and says how much was dropped."""
+    with job_fs.small_file_system() as mount:
+        fd = os.open(mount / "job-results", os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            os.posix_fallocate(fd, 0, shutil.disk_usage(mount).free - CHATTY_FREE_BYTES)
+        finally:
+            os.close(fd)
+        name = "chatty-log"
+        job = scenario(
+            name,
+            token,
+            break_config=_with_debug_exporter,
+            pushers=PUSHERS,
+            otel={"delivery_report": True},
+        )
+        slurm = run_slurm_job(tmp_path / name, mount / "runs", job, backend, proxy)
+        assert slurm.status.get("start") == "0", f"start failed: {slurm.start_error.strip()}"
+        assert slurm.status.get("stop") == "0", slurm.stop_error
+        # The stop's one note with the delivery report: its own last reading (upstream 12944).
+        (note,) = slurm.stop_error.splitlines()
+        assert "only the delivery report's own last reading" in note, note
+        assert slurm.job_state == "COMPLETED", slurm.job_state
+        budget = read_disk_budget(slurm.job_dir)
+        assert budget is not None
+        bound = min(budget.file_bytes, LOG_MAX_BYTES)
+        head, older, tail = log_parts(slurm.job_dir / "otel" / "collector.log")
+        sizes = [part.stat().st_size for part in (head, older, tail)]
+        log = read_collector_log(head)
+        assert log is not None
+        assert sum(sizes) <= bound + LOG_SLACK_BYTES, (sizes, bound)
+        assert log.dropped_bytes > bound, f"the log grew by {log.dropped_bytes} bytes only"
+        assert "nemo-gym-otel: disk budget: " in head.read_text("utf-8")
+        newest = older.read_text("utf-8") + tail.read_text("utf-8")
+        assert newest.count(CLEAN_STOP) == log.clean_stops == 3, newest[-2000:]
+        report = helpers.run_cli("report", slurm.job_dir, "--format", "json", cwd=tmp_path)
+        assert report.returncode in (0, 1, 3), report.stderr
+        assert json.loads(report.stdout)["log_dropped_bytes"] == log.dropped_bytes
+        check_token_hidden(slurm)
+    print(
+        f"[{name}] job {slurm.job_id}: the log {sum(sizes)} bytes on disk ({sizes}) within "
+        f"{bound}; {log.dropped_bytes} dropped"
     )

@@ -78,3 +78,7 @@ SIGNAL_FILE_SUFFIX = ".jsonl"
 ZSTD_SUFFIX = ".zst"
 # The collector step appends the collector's output here, in <job dir>/otel/; report reads it.
 COLLECTOR_LOG_NAME = "collector.log"
+# Past its first part, collector.log goes on in these two files beside it (the newest last); what
+# lay between was dropped (see _step/bounded_log.py).
+COLLECTOR_LOG_OLDER_SUFFIX = ".tail.old"
+COLLECTOR_LOG_TAIL_SUFFIX = ".tail"

@@ -34,6 +34,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .._common.text_file import bounded_lines
+from .._step.bounded_log import dropped_bytes, log_parts
 from .._step.drain import retried_per_signal, retried_request
 from .json_values import json_object, parsed, whole_number
 from .signal_file import LINE_LIMIT_BYTES, open_job_file
@@ -67,6 +68,17 @@ class CollectorLog:
     clean_stops: int = 0
     losses: list[Loss] = field(default_factory=list)
     retried: dict[tuple[str, str], int] = field(default_factory=dict)  # (exporter, signal)
+    dropped_bytes: int = 0  # of the log's middle, by the step's bound on it
+
+    def cited(self) -> str:
+        """How a figure read from the log names its source: a count of its lines is a lower
+        bound where the step dropped part of it."""
+        if not self.dropped_bytes:
+            return "collector.log"
+        return (
+            f"collector.log, which dropped {self.dropped_bytes} bytes of its middle to stay "
+            "within its bound: there may have been more"
+        )
 
     def retried_after_timeout(self, exporters: Iterable[str]) -> dict[str, int]:
         """Per signal, the requests ``exporters`` retried after the backend did not answer in
@@ -141,23 +153,34 @@ def _loss(line: str) -> Loss | None:
 
 def read_collector_log(path: Path) -> CollectorLog | None:
     """The log's clean stops, losses and retries, or None when there is no log; a line longer
-    than the collector writes is skipped. A log that is not a regular file or cannot be read
-    raises :class:`JobDirError`."""
-    try:
-        stream = open_job_file(path)
-    except FileNotFoundError:
-        return None
+    than the collector writes is skipped. ``path`` is the log's first part: its tails beside it
+    (``_step/bounded_log.py``) are read after it. A part that is not a regular file or cannot be
+    read raises :class:`JobDirError`."""
+    head, older, tail = log_parts(path)
     log = CollectorLog()
-    with stream:
-        for raw in bounded_lines(stream, LINE_LIMIT_BYTES):
-            line = "" if raw is None else raw.decode("utf-8", errors="replace")
-            retried = retried_request(line)
-            if retried:
-                log.retried[retried] = log.retried.get(retried, 0) + 1
-            elif CLEAN_STOP in line:
-                log.clean_stops += 1
-            elif "Exporting failed." in line:
-                loss = _loss(line)
-                if loss is not None:
-                    log.losses.append(loss)
-    return log
+    found = False
+    for part in (head, older, tail):
+        try:
+            stream = open_job_file(part)
+        except FileNotFoundError:
+            continue
+        found = True
+        with stream:
+            for number, raw in enumerate(bounded_lines(stream, LINE_LIMIT_BYTES)):
+                line = "" if raw is None else raw.decode("utf-8", errors="replace")
+                if number == 0 and part == older:
+                    log.dropped_bytes = dropped_bytes(line)
+                _read_line(log, line)
+    return log if found else None
+
+
+def _read_line(log: CollectorLog, line: str) -> None:
+    retried = retried_request(line)
+    if retried:
+        log.retried[retried] = log.retried.get(retried, 0) + 1
+    elif CLEAN_STOP in line:
+        log.clean_stops += 1
+    elif "Exporting failed." in line:
+        loss = _loss(line)
+        if loss is not None:
+            log.losses.append(loss)

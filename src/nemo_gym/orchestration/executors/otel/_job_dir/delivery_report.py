@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._common.constants import DELIVERY_REPORT_MARKER, SIGNALS, ZSTD_SUFFIX
+from .._common.constants import COLLECTOR_LOG_NAME, DELIVERY_REPORT_MARKER, SIGNALS, ZSTD_SUFFIX
 from .._step.disk_budget import DiskBudget
 from .._templating.file_compression import (
     finished_file_glob,
@@ -474,6 +474,7 @@ def signal_report(
         if log
         else (0, 0)
     )
+    cited = log.cited() if log else COLLECTOR_LOG_NAME
     cut_by = ""
     if over_budget and budget:
         cut_by = f"a write past {budget.describe()}"
@@ -484,12 +485,12 @@ def signal_report(
     if no_space:
         files_reasons.append(
             f"{no_space} not written to the files: {NO_SPACE} (the job directory's file "
-            "system was full; collector.log)"
+            f"system was full; {cited})"
         )
     if over_budget:
         where = budget.describe() if budget else "the collector's file size limit"
         files_reasons.append(
-            f"{over_budget} refused by the files, the newest, at {where} (collector.log)"
+            f"{over_budget} refused by the files, the newest, at {where} ({cited})"
         )
     if not readings:
         files_reasons.append(
@@ -516,7 +517,7 @@ def signal_report(
         if refused and budget:
             full_at = "in memory" if queue and queue.in_memory else f"at {budget.describe()}"
             backend_reasons.append(
-                f"{refused} refused by the backend queue, the newest, full {full_at} (collector.log)"
+                f"{refused} refused by the backend queue, the newest, full {full_at} ({cited})"
             )
         if backend_queued:
             backend_reasons.append(f"{backend_queued} still queued at the last reading")

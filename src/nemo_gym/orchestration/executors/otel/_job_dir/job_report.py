@@ -30,6 +30,9 @@ class JobReport:
     queue_places: list[QueuePlace] = field(default_factory=list)
     # The disk budget the job step's last start set (None: none was set).
     disk_budget: DiskBudget | None = None
+    # Bytes of collector.log's middle its bound dropped (_step/bounded_log.py): what the report
+    # counts from the log's lines is then a lower bound.
+    log_dropped_bytes: int = 0
 
     @property
     def verdict(self) -> str:
@@ -58,6 +61,7 @@ class JobReport:
             "disk_budget": None
             if self.disk_budget is None
             else dataclasses.asdict(self.disk_budget),
+            "log_dropped_bytes": self.log_dropped_bytes,
         }
 
 
@@ -99,4 +103,5 @@ def read_job_report(
     health.expect_written_targets(otel_dir)
     budget = read_disk_budget(job_dir)
     signals = delivery_report(otel_dir, progress, health, log, queue, budget)
-    return JobReport(job_dir, signals, health.targets(), places, budget)
+    dropped = log.dropped_bytes if log else 0
+    return JobReport(job_dir, signals, health.targets(), places, budget, dropped)

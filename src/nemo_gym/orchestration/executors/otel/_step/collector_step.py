@@ -58,6 +58,7 @@ from .._templating.file_compression import (
     step_compresses_files,
 )
 from .._templating.scrape import ScrapeJob, pool_names, scrape_jobs, targets_dir
+from .bounded_log import bounded_log_context
 from .disk_budget import disk_budget_context
 from .finished_files import compress_context, finished_file_globs
 from .fresh_files import set_aside_context
@@ -342,6 +343,7 @@ def collector_step_script(
         **compress_context(otel_dir, SIGNALS, step.finished_files_kept, bool(step.finished_files)),
         "queue": None,
         **disk_budget_context(otel_dir, _queue_exporter(config), otel.backend_queue_megabytes),
+        **bounded_log_context(step.log_path),
     }
     if otel.backend_queue_megabytes is not None:
         context.update(queue_place_context(otel_dir, otel.container is not None))

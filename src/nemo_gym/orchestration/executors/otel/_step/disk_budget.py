@@ -41,13 +41,14 @@ only ``${...}`` are the job id and the token). So the step's start
   (their writes fail with ``no space left on device``, logged with the count; ``report`` names
   it). Where the file system allocates nothing ahead (some FUSE or NFS mounts), the log says so
   and the queue grows as before.
+- **The log**: ``collector.log`` with its two tails (:mod:`.bounded_log`) takes at most the share
+  of a file (at most ``LOG_MAX_BYTES``): its first half for the log's beginning, the rest for its
+  newest lines; what lay between is dropped, and ``report`` says how much.
 
-Outside the budget's bounds: ``collector.log`` past its first bytes (``srun`` writes it and keeps
-no file size limit: a write it could not make might stall the collector's own logging; it grows
-with the collector's pace of logging, one line per refused batch at most); the files the
-rotation finished (``otel.file_rotation``: each at most ``max_megabytes``, ``max_backups`` of
-them) and their ``.zst`` copies; the stop's drain; a queue database that a compaction replaced
-(on rebound, only after it passed 100 MiB), until the next start. The figures are written to
+Outside the budget's bounds: the files the rotation finished (``otel.file_rotation``: each at
+most ``max_megabytes``, ``max_backups`` of them) and their ``.zst`` copies; the stop's drain; a
+queue database that a compaction replaced (on rebound, only after it passed 100 MiB), until the
+next start. The figures are written to
 ``otel/disk-budget`` (one ``key=value`` line) and as one line to the collector's log; ``report``
 reads the file. Executors that build their own script from ``CollectorStep`` get no budget.
 """

@@ -135,6 +135,12 @@ def show_report(job_dir: Path, output: str, log_path: Path | None = None) -> str
             print(f"backend: {possibly_twice(sum(retried.values()))} ({counts})")
         if report.queue_places:
             print(_queue_places_section(report.queue_places))
+        if report.log_dropped_bytes:
+            print(
+                f"collector.log: {report.log_dropped_bytes} bytes of its middle dropped to stay "
+                "within its bound (its first part and its newest lines are kept): what the "
+                "report counts from it is a lower bound"
+            )
         if report.targets:
             print(_targets_section(report.targets))
     return report.verdict
