@@ -80,6 +80,30 @@ def test_the_budget_is_half_the_free_space_shared_by_the_collectors_files() -> N
         assert said.startswith("nemo-gym-otel: disk budget: ") and "per file" in said
 
 
+@pytest.mark.parametrize("percent, cap", [(25, None), (50, 8)])
+def test_the_share_and_the_cap_are_the_submit_configs(percent: int, cap: int | None) -> None:
+    """otel.disk_budget_percent sets the share of the free space, otel.disk_budget_megabytes
+    caps it (here below the share of a 64 MiB file system); the log and report say which."""
+    with job_fs.small_file_system() as mount:
+        job_dir, fragment = helpers.rendered_job_dir(
+            mount, disk_budget_percent=percent, disk_budget_megabytes=cap
+        )
+        stat = os.statvfs(mount)
+        held = sum(_taken(p) for p in (job_dir / "otel").rglob("*") if p.is_file())
+        free = stat.f_bavail * stat.f_frsize + held
+        started = _start(fragment, "_otel_collector_set_budget")
+        assert (started.returncode, started.stderr) == (0, "")
+        budget = read_disk_budget(job_dir)
+        assert budget is not None
+        want = free * percent // 100 if cap is None else cap * MIB
+        assert cap is None or cap * MIB < free * percent // 100
+        assert (budget.budget_bytes, budget.file_bytes) == (want, want // 7)
+        assert (budget.percent, budget.cap_bytes) == (percent, None if cap is None else cap * MIB)
+        (said,) = [line for line in _log(job_dir) if "disk budget" in line]
+        assert (", at most otel.disk_budget_megabytes)" in said) is (cap is not None), said
+        assert f"({percent}% of " in said, said
+
+
 def test_the_queue_share_bounds_a_larger_cap() -> None:
     with job_fs.small_file_system() as mount:
         job_dir, fragment = helpers.rendered_job_dir(mount)  # the default cap: 4096 MiB

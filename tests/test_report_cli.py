@@ -482,9 +482,30 @@ def test_the_disk_budget_is_named_where_it_refused(tmp_path: Path) -> None:
         "12 refused by the files, the newest, at the disk budget (16.0 MiB, 50% of the 32.0 MiB "
         "free at the start: 2.0 MiB per file, the backend queue 1.0 MiB per signal) (collector.log)"
     ]
+    # A budget written before otel.disk_budget_percent existed was its default's.
     assert document["disk_budget"] == {
         "free_bytes": 32 * mib,
         "budget_bytes": 16 * mib,
         "file_bytes": 2 * mib,
         "queue_bytes": mib,
+        "percent": 50,
+        "cap_bytes": None,
     }
+
+
+def test_a_capped_disk_budget_is_named_by_its_key(tmp_path: Path) -> None:
+    """Where otel.disk_budget_megabytes set the budget, below the share of the free space."""
+    job = _job(tmp_path, [json.dumps(_traces(3)) + "\n"], [_reading("a", NOW, _counters(3))])
+    mib = 1024 * 1024
+    budget = f"free={400 * mib} budget={14 * mib} file={2 * mib} percent=25 cap={14 * mib}\n"
+    (job / "otel" / "disk-budget").write_text(budget, encoding="utf-8")
+    log = _refused_by_file(NOW + 1, "file too large", 7)
+    (job / "otel" / "collector.log").write_text(log, encoding="utf-8")
+    result = helpers.run_cli("report", job, "--format", "json", cwd=tmp_path)
+    reasons = _signals(result.stdout)["traces"]["files"]["reasons"]
+    assert result.returncode == 1
+    assert reasons == [
+        "7 refused by the files, the newest, at the disk budget (14.0 MiB, "
+        "otel.disk_budget_megabytes, below 25% of the 400.0 MiB free at the start: 2.0 MiB per "
+        "file) (collector.log)"
+    ]

@@ -342,7 +342,7 @@ def collector_step_script(
         **set_aside_context(zstd_files),
         **compress_context(otel_dir, SIGNALS, step.finished_files_kept, bool(step.finished_files)),
         "queue": None,
-        **disk_budget_context(otel_dir, _queue_exporter(config), otel.backend_queue_megabytes),
+        **disk_budget_context(otel_dir, _queue_exporter(config), otel),
         **bounded_log_context(step.log_path),
     }
     if otel.backend_queue_megabytes is not None:

@@ -10,9 +10,11 @@ Free space is known only when the job runs, while ``collector.yaml`` is fixed at
 only ``${...}`` are the job id and the token). So the step's start
 (``templates/_step/disk_budget.sh.j2``) sets the budget, before it starts the collector:
 
-- **The budget** is ``BUDGET_PERCENT`` of what the job directory's file system has free for the
-  job at the start, plus what the job's ``otel/`` already holds (a requeue's files count against
-  the budget, not against the free space they took).
+- **The budget** is ``otel.disk_budget_percent`` (by default 50) of what the job directory's file
+  system has free for the job at the start, plus what the job's ``otel/`` already holds (a
+  requeue's files count against the budget, not against the free space they took), and at most
+  ``otel.disk_budget_megabytes`` where that is set (a file system of many terabytes, a quota
+  that the free space does not show).
 - **Per file**: the budget is shared equally by the files the collector writes: its three signal
   files, its three queue databases (with the disk queue) and ``collector.log``. Each collector
   file is bounded there by the collector process's file-size limit (``RLIMIT_FSIZE``, set with
@@ -68,8 +70,10 @@ from .._common.constants import (
 )
 from .._common.errors import JobDirError
 from .._common.text_file import bounded_lines, open_regular
+from .._submit.config import Otel
 
-BUDGET_PERCENT = 50  # of the job directory's free space at the step's start
+# otel.disk_budget_percent's default, and what a budget written before it existed was.
+DEFAULT_PERCENT = 50
 # Below this per file the collector could not write a batch: the start fails instead.
 MIN_FILE_BYTES = 1024 * 1024
 # The most of each queue database's share allocated ahead: what a queue holds while the backend
@@ -89,10 +93,11 @@ _FIELD = re.compile(r"([a-z_]+)=([0-9]+)")
 
 
 def disk_budget_context(
-    otel_dir: PurePosixPath, queue_exporter: str | None, queue_megabytes: int | None
+    otel_dir: PurePosixPath, queue_exporter: str | None, otel: Otel
 ) -> dict[str, object]:
     """The values of ``templates/_step/disk_budget.sh.j2``; ``queue_exporter`` is the disk
     queue's exporter id (None: the backend's queue is in memory, or there is no backend)."""
+    queue_megabytes, cap = otel.backend_queue_megabytes, otel.disk_budget_megabytes
     queue = None
     if queue_exporter is not None and queue_megabytes is not None:
         queue = {
@@ -108,7 +113,8 @@ def disk_budget_context(
         }
     return {
         "budget": {
-            "percent": BUDGET_PERCENT,
+            "percent": otel.disk_budget_percent,
+            "cap_bytes": None if cap is None else cap * 1024 * 1024,
             "files": _FILES + (len(SIGNALS) if queue else 0),
             "min_file_bytes": MIN_FILE_BYTES,
             "log_reserve_bytes": LOG_RESERVE_BYTES,
@@ -126,15 +132,20 @@ class DiskBudget:
     budget_bytes: int
     file_bytes: int  # the bound of each file the collector writes
     queue_bytes: int | None  # the backend queue's size per signal (None: no disk queue)
+    percent: int = DEFAULT_PERCENT  # otel.disk_budget_percent
+    cap_bytes: int | None = None  # otel.disk_budget_megabytes
 
     def describe(self) -> str:
         """How ``report`` names the budget."""
         queue = (
             f", the backend queue {_mib(self.queue_bytes)} per signal" if self.queue_bytes else ""
         )
+        share = f"{self.percent}% of the {_mib(self.free_bytes)} free at the start"
+        if self.cap_bytes is not None and self.budget_bytes == self.cap_bytes:
+            share = f"otel.disk_budget_megabytes, below {share}"
         return (
-            f"the disk budget ({_mib(self.budget_bytes)}, {BUDGET_PERCENT}% of the "
-            f"{_mib(self.free_bytes)} free at the start: {_mib(self.file_bytes)} per file{queue})"
+            f"the disk budget ({_mib(self.budget_bytes)}, {share}: "
+            f"{_mib(self.file_bytes)} per file{queue})"
         )
 
 
@@ -159,6 +170,8 @@ def read_disk_budget(job_dir: Path) -> DiskBudget | None:
             int(fields["budget"]),
             int(fields["file"]),
             int(fields["queue"]) if "queue" in fields else None,
+            int(fields.get("percent", DEFAULT_PERCENT)),
+            int(fields["cap"]) if "cap" in fields else None,
         )
     except KeyError:
         raise JobDirError(str(path), "is not a disk budget the job step wrote; remove it") from None

@@ -119,6 +119,8 @@ class Otel:
     listen_host: str = "localhost"
     delivery_report: bool = False
     backend_queue_megabytes: int | None = 4096
+    disk_budget_percent: int = 50
+    disk_budget_megabytes: int | None = None
     file_rotation: FileRotation | None = None
 
 
