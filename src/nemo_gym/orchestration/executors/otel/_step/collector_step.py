@@ -12,7 +12,10 @@ steps, so the stop finds the step by its name.
 in ``templates/_step/`` (through the sandboxed environment of the collector configs, every value
 quoted by its ``sh`` filter). The fragment needs nothing on
 the node beyond bash and Slurm's own commands: the health check is read through bash's
-``/dev/tcp`` and even the pauses are bash builtins. The token reaches the step through the
+``/dev/tcp`` and even the pauses are bash builtins. Where coreutils and util-linux are there, it
+bounds what the job's telemetry takes of the disk (the log's bound, :mod:`.bounded_log`; the disk
+budget, :mod:`.disk_budget`); where one of their commands is missing, it says so in the log and
+goes on without that bound. The token reaches the step through the
 environment only (``--export=ALL``): the fragment names its variable, never its value.
 """
 
