@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from .._common.constants import COLLECTOR_LOG_NAME
 from .._common.text_file import bounded_lines
 from .._step.bounded_log import dropped_bytes, log_parts
 from .._step.drain import retried_per_signal, retried_request
@@ -74,9 +75,9 @@ class CollectorLog:
         """How a figure read from the log names its source: a count of its lines is a lower
         bound where the step dropped part of it."""
         if not self.dropped_bytes:
-            return "collector.log"
+            return COLLECTOR_LOG_NAME
         return (
-            f"collector.log, which dropped {self.dropped_bytes} bytes of its middle to stay "
+            f"{COLLECTOR_LOG_NAME}, which dropped {self.dropped_bytes} bytes of its middle to stay "
             "within its bound: there may have been more"
         )
 

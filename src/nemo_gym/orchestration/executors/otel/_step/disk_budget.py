@@ -72,8 +72,8 @@ from .._common.errors import JobDirError
 from .._common.text_file import bounded_lines, open_regular
 from .._submit.config import Otel
 
-# otel.disk_budget_percent's default, and what a budget written before it existed was.
-DEFAULT_PERCENT = 50
+# What a budget written before otel.disk_budget_percent existed was: that key's default.
+DEFAULT_PERCENT = Otel.disk_budget_percent
 # Below this per file the collector could not write a batch: the start fails instead.
 MIN_FILE_BYTES = 1024 * 1024
 # The most of each queue database's share allocated ahead: what a queue holds while the backend
