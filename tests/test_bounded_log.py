@@ -7,6 +7,7 @@ pipe. The whole step, with the real collector on Slurm, is in ``tests/slurm/test
 from __future__ import annotations
 
 import random
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -61,17 +62,14 @@ def _produce(lines: int, seed: int) -> str:
     writer's end."""
     return f"""
 _otel_collector_log_open
-{sys.executable} -c {_quoted(PRODUCER)} {lines} {seed} >&"$_otel_collector_log_fd" 2>&1 &
+{sys.executable} -c {shlex.quote(PRODUCER)} {lines} {seed} >&"$_otel_collector_log_fd" 2>&1 &
 producer=$!
 _otel_collector_log_close
 wait "$producer" || exit 3
+writer=$_otel_collector_log_writer_pid
 _otel_collector_log_end
-if kill -0 "$_otel_collector_log_writer_pid" 2>/dev/null; then exit 4; fi
+if kill -0 "$writer" 2>/dev/null; then exit 4; fi  # the end waited for the writer to exit
 """
-
-
-def _quoted(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
 
 
 def _payload(path: Path) -> bytes:
@@ -137,21 +135,22 @@ def test_the_writer_outlasts_a_term_and_never_holds_its_producer(
 ) -> None:
     """A TERM to the writer (a job's scancel signals every process of the batch step) does not
     end it, and where nothing can be written (the job directory gone) it still reads all its
-    producer writes: 4 MiB, 64 times what a pipe holds, so a reader that stopped would hold the
-    producer (and the test's timeout would end it)."""
+    producer writes: 256 KiB, 4 times what a pipe holds, so a reader that stopped would hold
+    the producer (and the test's timeout would end it)."""
     job_dir = tmp_path / "aime25"
     body = f"""
 _otel_collector_log_open
 ignores_term() {{ local mask; mask=$(awk '/^SigIgn:/ {{ print $2 }}' "/proc/$1/status"); (( 16#$mask & 16#4000 )); }}
 until ignores_term "$_otel_collector_log_writer_pid"; do sleep 0.01; done  # the writer runs
 kill -TERM "$_otel_collector_log_writer_pid"
-rm -rf -- {_quoted(str(job_dir / "otel"))}
-head -c {4 * 1024 * 1024} /dev/zero >&"$_otel_collector_log_fd" &
+rm -rf -- {shlex.quote(str(job_dir / "otel"))}
+head -c {256 * 1024} /dev/zero >&"$_otel_collector_log_fd" &
 producer=$!
 _otel_collector_log_close
 wait "$producer" || exit 3
+writer=$_otel_collector_log_writer_pid
 _otel_collector_log_end
-if kill -0 "$_otel_collector_log_writer_pid" 2>/dev/null; then exit 4; fi
+if kill -0 "$writer" 2>/dev/null; then exit 4; fi
 echo ended
 """
     result = _run(example_mapping, job_dir, body)
@@ -169,7 +168,7 @@ _otel_collector_log_open
 printf 'Error: the collector says why\\n' >&"$_otel_collector_log_fd"
 _otel_collector_log_line "the collector exited (status 1) before it was healthy"
 printf 'sender: Shutdown complete.\\n' >&"$_otel_collector_log_fd"
-{sys.executable} -c {_quoted(PRODUCER)} 300 7 >&"$_otel_collector_log_fd"
+{sys.executable} -c {shlex.quote(PRODUCER)} 300 7 >&"$_otel_collector_log_fd"
 _otel_collector_log_end
 _otel_collector_log_line "after the end"
 printf '%s\\n' "$(_otel_collector_last_log_line)"
@@ -205,10 +204,10 @@ def test_a_signal_to_the_writer_is_ignored_by_its_copies(
     stream = _stream(3000, seed=3)
     body = f"""
 _otel_collector_log_open
-{sys.executable} -c {_quoted(PRODUCER)} 3000 3 >&"$_otel_collector_log_fd" 2>&1 &
+{sys.executable} -c {shlex.quote(PRODUCER)} 3000 3 >&"$_otel_collector_log_fd" 2>&1 &
 producer=$!
 _otel_collector_log_close
-until [[ -s {_quoted(str(job_dir / "otel" / "collector.log"))} ]]; do sleep 0.01; done  # copying
+until [[ -s {shlex.quote(str(job_dir / "otel" / "collector.log"))} ]]; do sleep 0.01; done  # copying
 term_all() {{ local child; for child in $(pgrep -P "$1"); do term_all "$child"; done; kill -TERM "$1"; }}
 term_all "$_otel_collector_log_writer_pid" 2>/dev/null || :
 wait "$producer" || exit 3
