@@ -34,7 +34,8 @@ are appended to the newest file after it.
 from __future__ import annotations
 
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import PurePath, PurePosixPath
+from typing import TypeVar
 
 from .._common.constants import COLLECTOR_LOG_OLDER_SUFFIX, COLLECTOR_LOG_TAIL_SUFFIX
 
@@ -46,10 +47,12 @@ LOG_MAX_BYTES = 16 * 1024 * 1024
 # between the end of collector.log and the tail.
 TAIL_NOTE_PREFIX = "nemo-gym-otel: the log goes on here, "
 _TAIL_NOTE = re.compile(re.escape(TAIL_NOTE_PREFIX) + r"([0-9]+) bytes")
+_Path = TypeVar("_Path", bound=PurePath)
 
 
-def log_parts(log: Path) -> tuple[Path, Path, Path]:
-    """The files of the log whose first part is ``log``, in the log's order."""
+def log_parts(log: _Path) -> tuple[_Path, _Path, _Path]:
+    """The files of the log whose first part is ``log``, in the log's order: the step's names
+    (on the node) and the files ``report`` reads (here)."""
     return (
         log,
         log.with_name(log.name + COLLECTOR_LOG_OLDER_SUFFIX),
@@ -65,10 +68,11 @@ def dropped_bytes(older_first_line: str) -> int:
 
 def bounded_log_context(log: PurePosixPath) -> dict[str, object]:
     """The values of ``templates/_step/bounded_log.sh.j2``."""
+    _, older, tail = log_parts(log)
     return {
         "bounded_log": {
-            "older": log.with_name(log.name + COLLECTOR_LOG_OLDER_SUFFIX),
-            "tail": log.with_name(log.name + COLLECTOR_LOG_TAIL_SUFFIX),
+            "older": older,
+            "tail": tail,
             "max_bytes": LOG_MAX_BYTES,
             "note": TAIL_NOTE_PREFIX,
         }
